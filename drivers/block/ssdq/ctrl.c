@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdq controller bring-up and shutdown: the registers in BAR0, the admin
+ * queue and the admin commands that identify the controller and create its
+ * I/O queues, one per interrupt vector.
+ */
+#include <linux/delay.h>
+#include <linux/interrupt.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+
+#include <ssdq/ssdq.h>
+
+#define SSDQ_SHUTDOWN_TIMEOUT	(10 * HZ)
+
+static u32 ssdq_csts(struct ssdq_dev *dev)
+{
+	return readl(dev->bar + NVME_REG_CSTS);
+}
+
+/* CAP.TO is how long (in 500 ms units) CSTS.RDY may take to follow CC.EN. */
+static int ssdq_wait_ready(struct ssdq_dev *dev, bool ready)
+{
+	unsigned int to_ms = (NVME_CAP_TIMEOUT(dev->cap) + 1) * 500;
+	unsigned long deadline = jiffies + msecs_to_jiffies(to_ms);
+	u32 want = ready ? NVME_CSTS_RDY : 0;
+	u32 csts;
+
+	for (;;) {
+		csts = ssdq_csts(dev);
+		if (csts == ~0U) {
+			dev_err(&dev->pdev->dev, "controller stopped responding\n");
+			return -ENODEV;
+		}
+		if ((csts & NVME_CSTS_RDY) == want)
+			return 0;
+		if (ready && (csts & NVME_CSTS_CFS)) {
+			dev_err(&dev->pdev->dev,
+				"controller fatal status while enabling\n");
+			return -EIO;
+		}
+		if (time_after(jiffies, deadline)) {
+			dev_err(&dev->pdev->dev,
+				"controller not %s after %u ms (CAP.TO)\n",
+				ready ? "ready" : "disabled", to_ms);
+			return -ENODEV;
+		}
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(1000, 2000);
+	}
+}
+
+static int ssdq_wait_shutdown(struct ssdq_dev *dev)
+{
+	unsigned long deadline = jiffies + SSDQ_SHUTDOWN_TIMEOUT;
+	u32 csts;
+
+	for (;;) {
+		csts = ssdq_csts(dev);
+		if (csts == ~0U)
+			return -ENODEV;
+		if ((csts & NVME_CSTS_SHST_MASK) == NVME_CSTS_SHST_CMPLT)
+			return 0;
+		if (time_after(jiffies, deadline)) {
+			dev_warn(&dev->pdev->dev,
+				 "controller shutdown did not complete\n");
+			return -ETIMEDOUT;
+		}
+		usleep_range(1000, 2000);
+	}
+}
+
+/*
+ * Stop the controller. A normal shutdown (CC.SHN) lets it flush its volatile
+ * cache first; a plain disable (CC.EN = 0) is immediate and is also the
+ * fallback when the shutdown does not finish.
+ */
+int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown)
+{
+	if (shutdown && !ssdq_dead(dev)) {
+		dev->ctrl_config &= ~NVME_CC_SHN_MASK;
+		dev->ctrl_config |= NVME_CC_SHN_NORMAL;
+		writel(dev->ctrl_config, dev->bar + NVME_REG_CC);
+		if (!ssdq_wait_shutdown(dev))
+			return 0;
+	}
+	dev->ctrl_config &= ~(NVME_CC_SHN_MASK | NVME_CC_ENABLE);
+	writel(dev->ctrl_config, dev->bar + NVME_REG_CC);
+	return ssdq_wait_ready(dev, false);
+}
+
+static int ssdq_ctrl_enable(struct ssdq_dev *dev)
+{
+	dev->ctrl_config = NVME_CC_CSS_NVM | NVME_CC_AMS_RR | NVME_CC_SHN_NONE |
+			   (SSDQ_CTRL_PAGE_SHIFT - 12) << NVME_CC_MPS_SHIFT |
+			   NVME_CC_IOSQES | NVME_CC_IOCQES | NVME_CC_ENABLE;
+	writel(dev->ctrl_config, dev->bar + NVME_REG_CC);
+	return ssdq_wait_ready(dev, true);
+}
+
+/* Map BAR0 and read what the controller can do before touching it. */
+int ssdq_ctrl_map(struct ssdq_dev *dev)
+{
+	struct pci_dev *pdev = dev->pdev;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		return ret;
+
+	dev->bar = pcim_iomap_region(pdev, 0, "ssdq");
+	if (IS_ERR(dev->bar))
+		return PTR_ERR(dev->bar);
+	dev->bar_len = pci_resource_len(pdev, 0);
+	if (dev->bar_len < NVME_REG_DBS + SSDQ_CTRL_PAGE_SIZE) {
+		dev_err(&pdev->dev, "BAR0 is %pa bytes, too small for NVMe\n",
+			&dev->bar_len);
+		return -ENODEV;
+	}
+	if (ssdq_csts(dev) == ~0U) {
+		dev_err(&pdev->dev, "controller does not respond\n");
+		return -ENODEV;
+	}
+	dev->cap = lo_hi_readq(dev->bar + NVME_REG_CAP);
+	dev->db_stride = 1U << NVME_CAP_STRIDE(dev->cap);
+	dev->dbs = dev->bar + NVME_REG_DBS;
+
+	if (!(NVME_CAP_CSS(dev->cap) & NVME_CAP_CSS_NVM)) {
+		dev_err(&pdev->dev, "controller lacks the NVM command set\n");
+		return -ENODEV;
+	}
+	if (NVME_CAP_MPSMIN(dev->cap) > SSDQ_CTRL_PAGE_SHIFT - 12) {
+		dev_err(&pdev->dev, "controller does not support 4 KiB pages\n");
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/* How many queue pairs' doorbells fit in BAR0. */
+static unsigned int ssdq_bar_max_queues(struct ssdq_dev *dev)
+{
+	resource_size_t db_bytes = dev->bar_len - NVME_REG_DBS;
+
+	return db_bytes / (2 * 4 * dev->db_stride);
+}
+
+static int ssdq_request_queue_irq(struct ssdq_queue *q)
+{
+	struct ssdq_dev *dev = q->dev;
+	int ret;
+
+	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
+			      "ssdq%dq%u", dev->instance, q->qid);
+	q->irq_requested = !ret;
+	return ret;
+}
+
+static void ssdq_free_queue_irq(struct ssdq_queue *q)
+{
+	if (!q->irq_requested)
+		return;
+	pci_free_irq(q->dev->pdev, q->vector, q);
+	q->irq_requested = false;
+}
+
+/*
+ * Bring the controller to life with only the admin queue: disable it,
+ * describe the admin rings in AQA/ASQ/ACQ, enable it, and take one interrupt
+ * vector for admin completions until the I/O queues are known.
+ */
+int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+	u32 aqa;
+	int ret;
+
+	ret = ssdq_ctrl_disable(dev, false);
+	if (ret)
+		return ret;
+	ret = ssdq_queue_alloc(dev, 0, SSDQ_ADMIN_DEPTH);
+	if (ret)
+		return ret;
+
+	aqa = (aq->depth - 1) | (aq->depth - 1) << 16;
+	writel(aqa, dev->bar + NVME_REG_AQA);
+	lo_hi_writeq(aq->sq_dma, dev->bar + NVME_REG_ASQ);
+	lo_hi_writeq(aq->cq_dma, dev->bar + NVME_REG_ACQ);
+
+	ret = pci_alloc_irq_vectors(dev->pdev, 1, 1, PCI_IRQ_ALL_TYPES);
+	if (ret < 0)
+		return ret;
+	aq->vector = 0;
+	ret = ssdq_request_queue_irq(aq);
+	if (ret)
+		return ret;
+
+	/* From here on the controller may use the rings: teardown disables it. */
+	aq->created = true;
+	return ssdq_ctrl_enable(dev);
+}
+
+/*
+ * Run one admin command and wait for it. Returns 0, a negative errno when it
+ * could not run, or the positive NVMe status (SCT/SC) it failed with.
+ */
+static int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
+			   u32 *result)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+	unsigned long timeout = ssdq_params.admin_timeout * HZ;
+	int ret;
+
+	mutex_lock(&dev->admin_lock);
+	if (ssdq_dead(dev)) {
+		ret = -ENODEV;
+		goto out;
+	}
+	reinit_completion(&dev->admin_done);
+	/* A fresh id per command, so a late CQE of an old one is recognised. */
+	WRITE_ONCE(dev->admin_cid, dev->admin_cid + 1);
+	cmd->common.command_id = dev->admin_cid;
+
+	spin_lock(&aq->sq_lock);
+	ssdq_sq_copy_cmd(aq, cmd);
+	ssdq_sq_ring_doorbell(aq);
+	spin_unlock(&aq->sq_lock);
+
+	if (!wait_for_completion_timeout(&dev->admin_done, timeout)) {
+		/* Perhaps only the interrupt got lost. */
+		ssdq_cq_poll_irqdisable(aq);
+		if (!try_wait_for_completion(&dev->admin_done)) {
+			dev_err(&dev->pdev->dev,
+				"admin command %#x timed out after %u s\n",
+				cmd->common.opcode, ssdq_params.admin_timeout);
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+	}
+	ret = dev->admin_status;
+	if (result)
+		*result = dev->admin_result;
+out:
+	mutex_unlock(&dev->admin_lock);
+	return ret;
+}
+
+/* Called by the admin queue's reaper for each of its CQEs. */
+void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
+{
+	struct ssdq_dev *dev = q->dev;
+
+	if (cqe->command_id != READ_ONCE(dev->admin_cid)) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "ignoring admin completion for stale id %u\n",
+				     cqe->command_id);
+		return;
+	}
+	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
+	dev->admin_result = le32_to_cpu(cqe->result.u32);
+	complete(&dev->admin_done);
+}
+
+static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid,
+			 dma_addr_t buf)
+{
+	struct nvme_command c = { };
+
+	c.identify.opcode = nvme_admin_identify;
+	c.identify.nsid = cpu_to_le32(nsid);
+	c.identify.cns = cns;
+	c.identify.dptr.prp1 = cpu_to_le64(buf);
+	return ssdq_admin_exec(dev, &c, NULL);
+}
+
+/* An NVMe status is not an errno; callers of bring-up want one. */
+static int ssdq_status_errno(int ret)
+{
+	return ret > 0 ? -EIO : ret;
+}
+
+static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
+{
+	unsigned int mdts_shift;
+
+	if ((id->sqes & 0xf) > NVME_NVM_IOSQES ||
+	    (id->sqes >> 4) < NVME_NVM_IOSQES ||
+	    (id->cqes & 0xf) > NVME_NVM_IOCQES ||
+	    (id->cqes >> 4) < NVME_NVM_IOCQES) {
+		dev_err(&dev->pdev->dev, "unsupported queue entry sizes\n");
+		return -EOPNOTSUPP;
+	}
+	if (!le32_to_cpu(id->nn)) {
+		dev_err(&dev->pdev->dev, "controller has no namespaces\n");
+		return -ENODEV;
+	}
+	dev->oncs = le16_to_cpu(id->oncs);
+	dev->vwc = id->vwc;
+
+	/* MDTS is a power of two in units of CAP.MPSMIN pages; 0 = no limit. */
+	dev->max_transfer = SSDQ_MAX_TRANSFER;
+	mdts_shift = id->mdts + 12 + NVME_CAP_MPSMIN(dev->cap);
+	if (id->mdts && mdts_shift < 31)
+		dev->max_transfer = min(dev->max_transfer, 1U << mdts_shift);
+	return 0;
+}
+
+static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
+{
+	struct nvme_lbaf *lbaf = &id->lbaf[nvme_lbaf_index(id->flbas)];
+	u64 nsze = le64_to_cpu(id->nsze);
+
+	if (!nsze) {
+		dev_err(&dev->pdev->dev, "namespace %u is not active\n",
+			dev->nsid);
+		return -ENODEV;
+	}
+	if (le16_to_cpu(lbaf->ms)) {
+		dev_err(&dev->pdev->dev,
+			"namespace %u has per-block metadata, not supported\n",
+			dev->nsid);
+		return -EOPNOTSUPP;
+	}
+	if (lbaf->ds < SECTOR_SHIFT || lbaf->ds > PAGE_SHIFT) {
+		dev_err(&dev->pdev->dev,
+			"namespace %u block size 2^%u not supported\n",
+			dev->nsid, lbaf->ds);
+		return -EOPNOTSUPP;
+	}
+	dev->lba_shift = lbaf->ds;
+	dev->capacity = nsze << (lbaf->ds - SECTOR_SHIFT);
+	return 0;
+}
+
+/* Identify the controller and namespace 1, which becomes /dev/ssdqN. */
+int ssdq_ctrl_identify(struct ssdq_dev *dev)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	dma_addr_t dma;
+	void *buf;
+	int ret;
+
+	buf = dma_alloc_coherent(dmadev, NVME_IDENTIFY_DATA_SIZE, &dma,
+				 GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+
+	ret = ssdq_identify(dev, NVME_ID_CNS_CTRL, 0, dma);
+	if (ret) {
+		dev_err(dmadev, "Identify Controller failed (%d)\n", ret);
+		goto out;
+	}
+	ret = ssdq_parse_id_ctrl(dev, buf);
+	if (ret)
+		goto out;
+
+	dev->nsid = 1;
+	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, dma);
+	if (ret) {
+		dev_err(dmadev, "Identify Namespace failed (%d)\n", ret);
+		goto out;
+	}
+	ret = ssdq_parse_id_ns(dev, buf);
+out:
+	dma_free_coherent(dmadev, NVME_IDENTIFY_DATA_SIZE, buf, dma);
+	return ssdq_status_errno(ret);
+}
+
+/* Ask for *count queue pairs; the controller answers how many it grants. */
+static int ssdq_set_queue_count(struct ssdq_dev *dev, unsigned int *count)
+{
+	u32 want = (*count - 1) | (*count - 1) << 16;
+	struct nvme_command c = { };
+	u32 result;
+	int ret;
+
+	c.features.opcode = nvme_admin_set_features;
+	c.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
+	c.features.dword11 = cpu_to_le32(want);
+	ret = ssdq_admin_exec(dev, &c, &result);
+	if (ret) {
+		dev_err(&dev->pdev->dev, "Set Features (queues) failed (%d)\n",
+			ret);
+		return ssdq_status_errno(ret);
+	}
+	*count = min(*count, min(result & 0xffff, result >> 16) + 1);
+	return 0;
+}
+
+static int ssdq_create_cq(struct ssdq_queue *q)
+{
+	struct nvme_command c = { };
+
+	c.create_cq.opcode = nvme_admin_create_cq;
+	c.create_cq.prp1 = cpu_to_le64(q->cq_dma);
+	c.create_cq.cqid = cpu_to_le16(q->qid);
+	c.create_cq.qsize = cpu_to_le16(q->depth - 1);
+	c.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG |
+					   NVME_CQ_IRQ_ENABLED);
+	c.create_cq.irq_vector = cpu_to_le16(q->vector);
+	return ssdq_admin_exec(q->dev, &c, NULL);
+}
+
+static int ssdq_create_sq(struct ssdq_queue *q)
+{
+	struct nvme_command c = { };
+
+	c.create_sq.opcode = nvme_admin_create_sq;
+	c.create_sq.prp1 = cpu_to_le64(q->sq_dma);
+	c.create_sq.sqid = cpu_to_le16(q->qid);
+	c.create_sq.qsize = cpu_to_le16(q->depth - 1);
+	c.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG |
+					   NVME_SQ_PRIO_MEDIUM);
+	c.create_sq.cqid = cpu_to_le16(q->qid);
+	return ssdq_admin_exec(q->dev, &c, NULL);
+}
+
+static int ssdq_delete_queue(struct ssdq_dev *dev, u8 opcode, u16 qid)
+{
+	struct nvme_command c = { };
+
+	c.delete_queue.opcode = opcode;
+	c.delete_queue.qid = cpu_to_le16(qid);
+	return ssdq_admin_exec(dev, &c, NULL);
+}
+
+/* Create one I/O queue pair: its CQ first, since the SQ names it. */
+static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
+{
+	struct ssdq_queue *q = &dev->queues[qid];
+	int ret;
+
+	ret = ssdq_queue_alloc(dev, qid, dev->io_depth);
+	if (ret)
+		return ret;
+	q->vector = qid;
+	ret = ssdq_request_queue_irq(q);
+	if (ret)
+		return ret;
+	ret = ssdq_create_cq(q);
+	if (ret)
+		goto fail;
+	ret = ssdq_create_sq(q);
+	if (ret) {
+		ssdq_delete_queue(dev, nvme_admin_delete_cq, qid);
+		goto fail;
+	}
+	q->created = true;
+	return 0;
+fail:
+	dev_err(&dev->pdev->dev, "creating I/O queue %u failed (%d)\n", qid,
+		ret);
+	return ssdq_status_errno(ret);
+}
+
+/*
+ * Settle how many I/O queues to run, then give each its own interrupt vector.
+ * The vectors are spread over the CPUs by the IRQ core (PCI_IRQ_AFFINITY), and
+ * blk-mq later maps each CPU to the queue whose vector is on it. Vector 0
+ * stays with the admin queue (pre_vectors), so it is reallocated with them.
+ */
+int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
+{
+	struct irq_affinity affd = { .pre_vectors = 1 };
+	struct ssdq_queue *aq = &dev->queues[0];
+	unsigned int nr = wanted;
+	int ret;
+	u16 qid;
+
+	ret = ssdq_set_queue_count(dev, &nr);
+	if (ret)
+		return ret;
+	nr = min(nr, ssdq_bar_max_queues(dev) - 1);
+
+	ssdq_free_queue_irq(aq);
+	pci_free_irq_vectors(dev->pdev);
+	ret = pci_alloc_irq_vectors_affinity(dev->pdev, 2, nr + 1,
+					     PCI_IRQ_MSIX | PCI_IRQ_MSI |
+					     PCI_IRQ_AFFINITY, &affd);
+	if (ret < 0) {
+		dev_err(&dev->pdev->dev,
+			"needs at least 2 MSI-X/MSI vectors (%d)\n", ret);
+		return ret;
+	}
+	nr = ret - 1;
+	ret = ssdq_request_queue_irq(aq);
+	if (ret)
+		return ret;
+
+	dev->io_depth = min_t(u32, ssdq_params.io_queue_depth,
+			      NVME_CAP_MQES(dev->cap) + 1);
+	dev->nr_io_queues = 0;
+	for (qid = 1; qid <= nr; qid++) {
+		ret = ssdq_create_io_queue(dev, qid);
+		dev->nr_io_queues = qid;	/* so teardown sees it */
+		if (ret)
+			return ret;
+	}
+	dev_info(&dev->pdev->dev, "%u I/O queues of depth %u\n",
+		 dev->nr_io_queues, dev->io_depth);
+	return 0;
+}
+
+/*
+ * Stop the controller and release everything ssdq_ctrl_init_admin() and
+ * ssdq_ctrl_setup_io_queues() set up. The rings are freed only after the
+ * controller is shut down or disabled, so it can no longer DMA into them.
+ */
+void ssdq_ctrl_teardown(struct ssdq_dev *dev)
+{
+	unsigned int qid;
+
+	for (qid = dev->nr_io_queues; qid >= 1; qid--) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		if (q->created && !ssdq_dead(dev)) {
+			ssdq_delete_queue(dev, nvme_admin_delete_sq, qid);
+			ssdq_delete_queue(dev, nvme_admin_delete_cq, qid);
+		}
+		q->created = false;
+	}
+	if (dev->queues[0].created)
+		ssdq_ctrl_disable(dev, true);
+	dev->queues[0].created = false;
+
+	for (qid = 0; qid <= dev->nr_io_queues; qid++)
+		ssdq_free_queue_irq(&dev->queues[qid]);
+	pci_free_irq_vectors(dev->pdev);
+	for (qid = 0; qid <= dev->nr_io_queues; qid++)
+		ssdq_queue_free(&dev->queues[qid]);
+}
+
+/* System shutdown: let the controller flush its cache, nothing else. */
+void ssdq_ctrl_shutdown(struct ssdq_dev *dev)
+{
+	if (dev->queues[0].created)
+		ssdq_ctrl_disable(dev, true);
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ssdq: a reference blk-mq driver for NVMe SSDs.
+ *
+ * Shared definitions of the driver's files:
+ *   main.c  - module parameters, PCI probe/remove, module init/exit
+ *   ctrl.c  - controller bring-up: registers, admin queue, admin commands,
+ *             interrupt vectors, I/O queue creation and shutdown
+ *   queue.c - the SQ/CQ rings: allocation, command copy, doorbells, reaping
+ *   blk.c   - the blk-mq glue: tag set, command setup, PRPs, completion,
+ *             the gendisk
+ *   timeout.c - what happens when a command does not complete
+ */
+#ifndef _SSDQ_H
+#define _SSDQ_H
+
+#include <linux/blk-mq.h>
+#include <linux/completion.h>
+#include <linux/dmapool.h>
+#include <linux/mutex.h>
+#include <linux/nvme.h>
+#include <linux/pci.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+
+/* ssdq always runs the controller with 4 KiB memory pages (CC.MPS = 0). */
+#define SSDQ_CTRL_PAGE_SHIFT	12
+#define SSDQ_CTRL_PAGE_SIZE	BIT(SSDQ_CTRL_PAGE_SHIFT)
+
+#define SSDQ_ADMIN_DEPTH	32
+#define SSDQ_MAX_IO_QUEUES	128
+#define SSDQ_MIN_QUEUE_DEPTH	2
+#define SSDQ_MAX_QUEUE_DEPTH	1024
+
+/*
+ * Transfers are capped so that a single PRP list page always describes a
+ * whole request: 1 MiB is 256 controller pages, a list page holds 512.
+ */
+#define SSDQ_MAX_TRANSFER	SZ_1M
+#define SSDQ_MAX_SEGMENTS	(SSDQ_MAX_TRANSFER / SSDQ_CTRL_PAGE_SIZE + 1)
+
+/* Scatterlist entries kept in each request; larger ones chain from sg_pool. */
+#define SSDQ_INLINE_SGES	4
+
+/* Load-time settings, validated once in module init (main.c). */
+struct ssdq_params {
+	unsigned int io_queues;		/* 0: one per possible CPU */
+	unsigned int io_queue_depth;
+	unsigned int io_timeout;	/* seconds */
+	unsigned int admin_timeout;	/* seconds */
+	unsigned int rotational;	/* default of queue/rotational */
+	unsigned int add_random;	/* default of queue/add_random */
+};
+
+extern struct ssdq_params ssdq_params;
+
+/* One NVMe submission/completion queue pair; qid 0 is the admin queue. */
+struct ssdq_queue {
+	struct ssdq_dev *dev;
+	spinlock_t sq_lock;		/* sq_tail and the SQ slots */
+	struct nvme_command *sq_cmds;
+	struct nvme_completion *cqes;
+	dma_addr_t sq_dma;
+	dma_addr_t cq_dma;
+	u32 __iomem *sq_db;
+	u32 __iomem *cq_db;
+	struct blk_mq_tags *tags;	/* I/O queues: tags of the hctx */
+	u16 qid;
+	u16 depth;
+	u16 sq_tail;
+	u16 cq_head;
+	u16 vector;
+	u8 cq_phase;
+	bool irq_requested;
+	bool created;			/* exists on the controller */
+};
+
+/* Per-request driver data (the blk-mq PDU). */
+struct ssdq_iod {
+	struct nvme_command cmd;
+	u16 nvme_status;		/* SCT/SC of the CQE, 0 on success */
+	bool mapped;			/* data is DMA-mapped */
+	__le64 *prp_list;
+	dma_addr_t prp_list_dma;
+	dma_addr_t range_dma;
+	struct sg_table sgt;
+	struct nvme_dsm_range range;	/* the discard range, DMA'd to device */
+	struct scatterlist inline_sg[SSDQ_INLINE_SGES];
+};
+
+struct ssdq_dev {
+	struct pci_dev *pdev;
+	void __iomem *bar;
+	resource_size_t bar_len;
+	u32 __iomem *dbs;
+	u64 cap;
+	u32 ctrl_config;
+	u32 db_stride;			/* in u32 units */
+	int instance;
+	unsigned long flags;
+#define SSDQ_DEAD	0		/* controller disabled for good */
+
+	/* What Identify told us. */
+	u32 max_transfer;		/* bytes */
+	u16 oncs;
+	u8 vwc;
+	u32 nsid;
+	u8 lba_shift;
+	sector_t capacity;		/* in 512-byte sectors */
+
+	/* The admin queue runs one command at a time. */
+	struct mutex admin_lock;
+	struct completion admin_done;
+	u16 admin_cid;
+	u16 admin_status;
+	u32 admin_result;
+
+	struct ssdq_queue *queues;	/* [0] admin, [1..nr_io_queues] I/O */
+	unsigned int nr_io_queues;
+	unsigned int io_depth;
+
+	struct dma_pool *prp_pool;
+	struct blk_mq_tag_set tag_set;
+	struct gendisk *disk;
+};
+
+/* queue.c */
+int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth);
+void ssdq_queue_free(struct ssdq_queue *q);
+void ssdq_queue_reset_rings(struct ssdq_queue *q);
+void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
+void ssdq_sq_ring_doorbell(struct ssdq_queue *q);
+int ssdq_cq_reap(struct ssdq_queue *q);
+int ssdq_cq_poll_irqdisable(struct ssdq_queue *q);
+irqreturn_t ssdq_irq(int irq, void *data);
+
+/* ctrl.c */
+int ssdq_ctrl_map(struct ssdq_dev *dev);
+int ssdq_ctrl_init_admin(struct ssdq_dev *dev);
+int ssdq_ctrl_identify(struct ssdq_dev *dev);
+int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted);
+void ssdq_ctrl_teardown(struct ssdq_dev *dev);
+void ssdq_ctrl_shutdown(struct ssdq_dev *dev);
+void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
+int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown);
+
+/* blk.c */
+int ssdq_blk_init(struct ssdq_dev *dev);
+void ssdq_blk_remove(struct ssdq_dev *dev);
+void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
+bool ssdq_cancel_rq(struct request *req, void *data);
+
+/* timeout.c */
+enum blk_eh_timer_return ssdq_timeout(struct request *req);
+void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
+
+static inline bool ssdq_dead(struct ssdq_dev *dev)
+{
+	return test_bit(SSDQ_DEAD, &dev->flags);
+}
+
+#endif /* _SSDQ_H */
