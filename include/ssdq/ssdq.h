@@ -9,6 +9,7 @@
  *   queue.c - the SQ/CQ rings: allocation, command copy, doorbells, reaping
  *   blk.c   - the blk-mq glue: tag set, command setup, PRPs, completion,
  *             the gendisk
+ *   plug.c  - implicit plugging: batches, doorbells, shadow doorbells
  *   timeout.c - what happens when a command does not complete
  */
 #ifndef _SSDQ_H
@@ -54,6 +55,17 @@ struct ssdq_params {
 
 extern struct ssdq_params ssdq_params;
 
+/* plug.c's counters, per queue; see Documentation/plugging.rst. */
+struct ssdq_plug_stats {
+	u64 submitted;		/* commands copied into the SQ */
+	u64 batches;		/* plug lists taken whole by ->queue_rqs */
+	u64 max_batch;		/* the largest of them */
+	u64 sq_db_updates;	/* new SQ tails published */
+	u64 sq_db_mmio;		/* ... of which by an MMIO write */
+	u64 cq_db_updates;	/* new CQ heads published */
+	u64 cq_db_mmio;		/* ... of which by an MMIO write */
+};
+
 /* One NVMe submission/completion queue pair; qid 0 is the admin queue. */
 struct ssdq_queue {
 	struct ssdq_dev *dev;
@@ -65,9 +77,15 @@ struct ssdq_queue {
 	u32 __iomem *sq_db;
 	u32 __iomem *cq_db;
 	struct blk_mq_tags *tags;	/* I/O queues: tags of the hctx */
+	__le32 *dbbuf_sq_db;		/* shadow doorbells, when configured */
+	__le32 *dbbuf_sq_ei;
+	__le32 *dbbuf_cq_db;
+	__le32 *dbbuf_cq_ei;
+	struct ssdq_plug_stats plug;
 	u16 qid;
 	u16 depth;
 	u16 sq_tail;
+	u16 last_sq_tail;		/* the tail the controller was told */
 	u16 cq_head;
 	u16 vector;
 	u8 cq_phase;
@@ -102,6 +120,7 @@ struct ssdq_dev {
 
 	/* What Identify told us. */
 	u32 max_transfer;		/* bytes */
+	u16 oacs;
 	u16 oncs;
 	u8 vwc;
 	u32 nsid;
@@ -119,17 +138,33 @@ struct ssdq_dev {
 	unsigned int nr_io_queues;
 	unsigned int io_depth;
 
+	/* Plugging (plug.c): runtime switches and the shadow doorbell pages. */
+	bool batch_doorbells;
+	bool shadow_doorbells;
+	__le32 *dbbuf_dbs;
+	__le32 *dbbuf_eis;
+	dma_addr_t dbbuf_dbs_dma;
+	dma_addr_t dbbuf_eis_dma;
+	size_t dbbuf_len;
+
 	struct dma_pool *prp_pool;
 	struct blk_mq_tag_set tag_set;
 	struct gendisk *disk;
+	struct dentry *debugfs;		/* /sys/kernel/debug/ssdq/ssdqN */
 };
+
+extern struct dentry *ssdq_debugfs_root;
+
+static inline struct ssdq_iod *ssdq_iod(struct request *req)
+{
+	return blk_mq_rq_to_pdu(req);
+}
 
 /* queue.c */
 int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth);
 void ssdq_queue_free(struct ssdq_queue *q);
 void ssdq_queue_reset_rings(struct ssdq_queue *q);
 void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
-void ssdq_sq_ring_doorbell(struct ssdq_queue *q);
 int ssdq_cq_reap(struct ssdq_queue *q);
 int ssdq_cq_poll_irqdisable(struct ssdq_queue *q);
 irqreturn_t ssdq_irq(int irq, void *data);
@@ -142,6 +177,8 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted);
 void ssdq_ctrl_teardown(struct ssdq_dev *dev);
 void ssdq_ctrl_shutdown(struct ssdq_dev *dev);
 void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
+int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
+		    u32 *result);
 int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown);
 
 /* blk.c */
@@ -149,6 +186,20 @@ int ssdq_blk_init(struct ssdq_dev *dev);
 void ssdq_blk_remove(struct ssdq_dev *dev);
 void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
 bool ssdq_cancel_rq(struct request *req, void *data);
+blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req);
+
+/* plug.c */
+void ssdq_sq_flush(struct ssdq_queue *q);
+void ssdq_cq_ring_doorbell(struct ssdq_queue *q);
+void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
+		     bool last);
+void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
+void ssdq_queue_rqs(struct rq_list *rqlist);
+int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues);
+void ssdq_dbbuf_init_queue(struct ssdq_queue *q);
+void ssdq_dbbuf_free(struct ssdq_dev *dev);
+void ssdq_plug_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_plug_attr_group;
 
 /* timeout.c */
 enum blk_eh_timer_return ssdq_timeout(struct request *req);

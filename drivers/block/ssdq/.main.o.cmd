@@ -30,24 +30,37 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/ARCH_USE_BUILTIN_BSWAP) \
     $(wildcard include/config/SHADOW_CALL_STACK) \
     $(wildcard include/config/KCOV) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/idr.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/radix-tree.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bitops.h \
-  arch/x86/include/generated/uapi/asm/types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/int-ll64.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/int-ll64.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/bitsperlong.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitsperlong.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/debugfs.h \
+    $(wildcard include/config/DEBUG_FS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/fs.h \
+    $(wildcard include/config/FANOTIFY_ACCESS_PERMISSIONS) \
+    $(wildcard include/config/READ_ONLY_THP_FOR_FS) \
+    $(wildcard include/config/SMP) \
+    $(wildcard include/config/FS_POSIX_ACL) \
+    $(wildcard include/config/SECURITY) \
+    $(wildcard include/config/CGROUP_WRITEBACK) \
+    $(wildcard include/config/IMA) \
+    $(wildcard include/config/FILE_LOCKING) \
+    $(wildcard include/config/FSNOTIFY) \
+    $(wildcard include/config/FS_ENCRYPTION) \
+    $(wildcard include/config/FS_VERITY) \
+    $(wildcard include/config/PREEMPTION) \
+    $(wildcard include/config/EPOLL) \
+    $(wildcard include/config/UNICODE) \
+    $(wildcard include/config/LOCKDEP) \
+    $(wildcard include/config/COMPAT) \
+    $(wildcard include/config/MMU) \
+    $(wildcard include/config/QUOTA) \
+    $(wildcard include/config/FS_DAX) \
+    $(wildcard include/config/SWAP) \
+    $(wildcard include/config/BLOCK) \
+    $(wildcard include/config/DEBUG_LOCK_ALLOC) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/linkage.h \
+    $(wildcard include/config/ARCH_USE_SYM_ANNOTATIONS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stringify.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/export.h \
+    $(wildcard include/config/MODVERSIONS) \
     $(wildcard include/config/64BIT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/bitsperlong.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/const.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/const.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/const.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/bits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/bits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/build_bug.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/compiler.h \
     $(wildcard include/config/TRACE_BRANCH_PROFILING) \
     $(wildcard include/config/PROFILE_ALL_BRANCHES) \
@@ -64,6 +77,13 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/PHYS_ADDR_T_64BIT) \
     $(wildcard include/config/ARCH_32BIT_USTAT_F_TINODE) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/types.h \
+  arch/x86/include/generated/uapi/asm/types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/int-ll64.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/int-ll64.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/bitsperlong.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitsperlong.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/bitsperlong.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/posix_types.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stddef.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/stddef.h \
@@ -74,21 +94,30 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kcsan-checks.h \
     $(wildcard include/config/KCSAN_WEAK_MEMORY) \
     $(wildcard include/config/KCSAN_IGNORE_ATOMICS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/overflow.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/limits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/limits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/limits.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/typecheck.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/kernel.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sysinfo.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/generic-non-atomic.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/linkage.h \
+    $(wildcard include/config/CALL_PADDING) \
+    $(wildcard include/config/MITIGATION_RETHUNK) \
+    $(wildcard include/config/MITIGATION_SLS) \
+    $(wildcard include/config/FUNCTION_PADDING_BYTES) \
+    $(wildcard include/config/UML) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/ibt.h \
+    $(wildcard include/config/X86_KERNEL_IBT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/wait_bit.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/wait.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list.h \
+    $(wildcard include/config/LIST_HARDENED) \
+    $(wildcard include/config/DEBUG_LIST) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/container_of.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/build_bug.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/poison.h \
+    $(wildcard include/config/ILLEGAL_POINTER_VALUE) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/const.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/const.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/const.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/barrier.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/alternative.h \
-    $(wildcard include/config/SMP) \
     $(wildcard include/config/CALL_THUNKS) \
     $(wildcard include/config/MITIGATION_ITS) \
-    $(wildcard include/config/MITIGATION_RETHUNK) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stringify.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/asm.h \
     $(wildcard include/config/KPROBES) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/extable_fixup_types.h \
@@ -122,18 +151,14 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/MEMORY_HOTPLUG) \
     $(wildcard include/config/HAVE_ARCH_PREL32_RELOCATIONS) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kern_levels.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/linkage.h \
-    $(wildcard include/config/ARCH_USE_SYM_ANNOTATIONS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/export.h \
-    $(wildcard include/config/MODVERSIONS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/linkage.h \
-    $(wildcard include/config/CALL_PADDING) \
-    $(wildcard include/config/MITIGATION_SLS) \
-    $(wildcard include/config/FUNCTION_PADDING_BYTES) \
-    $(wildcard include/config/UML) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/ibt.h \
-    $(wildcard include/config/X86_KERNEL_IBT) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/ratelimit_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bits.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/bits.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/bits.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/overflow.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/limits.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/limits.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/limits.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/param.h \
   arch/x86/include/generated/uapi/asm/param.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/param.h \
@@ -141,7 +166,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/param.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/spinlock_types_raw.h \
     $(wildcard include/config/DEBUG_SPINLOCK) \
-    $(wildcard include/config/DEBUG_LOCK_ALLOC) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/spinlock_types.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/qspinlock_types.h \
     $(wildcard include/config/NR_CPUS) \
@@ -155,7 +179,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/byteorder/generic.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/lockdep_types.h \
     $(wildcard include/config/PROVE_RAW_LOCK_NESTING) \
-    $(wildcard include/config/LOCKDEP) \
     $(wildcard include/config/LOCK_STAT) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/dynamic_debug.h \
     $(wildcard include/config/JUMP_LABEL) \
@@ -165,27 +188,86 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/HAVE_JUMP_LABEL_HACK) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/nops.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/barrier.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/bitops.h \
-    $(wildcard include/config/X86_CMOV) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/spinlock.h \
+    $(wildcard include/config/PREEMPT_RT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/typecheck.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/preempt.h \
+    $(wildcard include/config/PREEMPT_COUNT) \
+    $(wildcard include/config/DEBUG_PREEMPT) \
+    $(wildcard include/config/TRACE_PREEMPT_TOGGLE) \
+    $(wildcard include/config/PREEMPT_NOTIFIERS) \
+    $(wildcard include/config/PREEMPT_DYNAMIC) \
+    $(wildcard include/config/PREEMPT_NONE) \
+    $(wildcard include/config/PREEMPT_VOLUNTARY) \
+    $(wildcard include/config/PREEMPT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cleanup.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/preempt.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/rmwcc.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/args.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/sched.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/arch_hweight.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/percpu.h \
+    $(wildcard include/config/X86_64_SMP) \
+    $(wildcard include/config/CC_HAS_NAMED_AS) \
+    $(wildcard include/config/USE_X86_SEG_SUPPORT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/percpu.h \
+    $(wildcard include/config/HAVE_SETUP_PER_CPU_AREA) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/threads.h \
+    $(wildcard include/config/BASE_SMALL) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/percpu-defs.h \
+    $(wildcard include/config/DEBUG_FORCE_WEAK_PER_CPU) \
+    $(wildcard include/config/AMD_MEM_ENCRYPT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/current.h \
+    $(wildcard include/config/MITIGATION_CALL_DEPTH_TRACKING) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cache.h \
+    $(wildcard include/config/ARCH_HAS_CACHE_LINE_SIZE) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/kernel.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sysinfo.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cache.h \
+    $(wildcard include/config/X86_L1_CACHE_SHIFT) \
+    $(wildcard include/config/X86_INTERNODE_CACHE_SHIFT) \
+    $(wildcard include/config/X86_VSMP) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/static_call_types.h \
+    $(wildcard include/config/HAVE_STATIC_CALL) \
+    $(wildcard include/config/HAVE_STATIC_CALL_INLINE) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqflags.h \
+    $(wildcard include/config/PROVE_LOCKING) \
+    $(wildcard include/config/TRACE_IRQFLAGS) \
+    $(wildcard include/config/IRQSOFF_TRACER) \
+    $(wildcard include/config/PREEMPT_TRACER) \
+    $(wildcard include/config/DEBUG_IRQFLAGS) \
+    $(wildcard include/config/TRACE_IRQFLAGS_SUPPORT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqflags_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/irqflags.h \
+    $(wildcard include/config/PARAVIRT) \
+    $(wildcard include/config/PARAVIRT_XXL) \
+    $(wildcard include/config/DEBUG_ENTRY) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/processor-flags.h \
+    $(wildcard include/config/VM86) \
+    $(wildcard include/config/MITIGATION_PAGE_TABLE_ISOLATION) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/processor-flags.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mem_encrypt.h \
+    $(wildcard include/config/ARCH_HAS_MEM_ENCRYPT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/mem_encrypt.h \
+    $(wildcard include/config/X86_MEM_ENCRYPT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cc_platform.h \
+    $(wildcard include/config/ARCH_HAS_CC_PLATFORM) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/nospec-branch.h \
+    $(wildcard include/config/CALL_THUNKS_DEBUG) \
+    $(wildcard include/config/MITIGATION_IBPB_ENTRY) \
+    $(wildcard include/config/BPF_JIT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/static_key.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cpufeatures.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/required-features.h \
     $(wildcard include/config/X86_MINIMUM_CPU_FAMILY) \
     $(wildcard include/config/MATH_EMULATION) \
     $(wildcard include/config/X86_PAE) \
     $(wildcard include/config/X86_CMPXCHG64) \
+    $(wildcard include/config/X86_CMOV) \
     $(wildcard include/config/X86_P6_NOP) \
     $(wildcard include/config/MATOM) \
-    $(wildcard include/config/PARAVIRT_XXL) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/disabled-features.h \
     $(wildcard include/config/X86_UMIP) \
     $(wildcard include/config/X86_INTEL_MEMORY_PROTECTION_KEYS) \
     $(wildcard include/config/X86_5LEVEL) \
-    $(wildcard include/config/MITIGATION_PAGE_TABLE_ISOLATION) \
-    $(wildcard include/config/MITIGATION_CALL_DEPTH_TRACKING) \
     $(wildcard include/config/ADDRESS_MASKING) \
     $(wildcard include/config/INTEL_IOMMU_SVM) \
     $(wildcard include/config/X86_SGX) \
@@ -194,56 +276,72 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/X86_USER_SHADOW_STACK) \
     $(wildcard include/config/X86_FRED) \
     $(wildcard include/config/KVM_AMD_SEV) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/const_hweight.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-atomic.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/instrumented.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmsan-checks.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/msr-index.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/unwind_hints.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/orc_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/asm-offsets.h \
+  include/generated/asm-offsets.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/GEN-for-each-reg.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/segment.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/paravirt.h \
+    $(wildcard include/config/PARAVIRT_SPINLOCKS) \
+    $(wildcard include/config/X86_IOPL_IOPERM) \
+    $(wildcard include/config/PGTABLE_LEVELS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/paravirt_types.h \
+    $(wildcard include/config/ZERO_CALL_USED_REGS) \
+    $(wildcard include/config/PARAVIRT_DEBUG) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/desc_defs.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/pgtable_types.h \
+    $(wildcard include/config/MEM_SOFT_DIRTY) \
+    $(wildcard include/config/HAVE_ARCH_USERFAULTFD_WP) \
+    $(wildcard include/config/PROC_FS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page_types.h \
+    $(wildcard include/config/PAGE_SHIFT) \
+    $(wildcard include/config/PHYSICAL_START) \
+    $(wildcard include/config/PHYSICAL_ALIGN) \
+    $(wildcard include/config/DYNAMIC_PHYSICAL_MASK) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page_64_types.h \
+    $(wildcard include/config/KASAN) \
+    $(wildcard include/config/DYNAMIC_MEMORY_LAYOUT) \
+    $(wildcard include/config/RANDOMIZE_BASE) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/kaslr.h \
+    $(wildcard include/config/RANDOMIZE_MEMORY) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/pgtable_64_types.h \
     $(wildcard include/config/KMSAN) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-non-atomic.h \
-    $(wildcard include/config/KCSAN_ASSUME_PLAIN_WRITES_ATOMIC) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-lock.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/le.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/ext2-atomic-setbit.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/gfp_types.h \
-    $(wildcard include/config/KASAN_HW_TAGS) \
-    $(wildcard include/config/SLAB_OBJ_EXT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list.h \
-    $(wildcard include/config/LIST_HARDENED) \
-    $(wildcard include/config/DEBUG_LIST) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/container_of.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/poison.h \
-    $(wildcard include/config/ILLEGAL_POINTER_VALUE) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/lockdep.h \
-    $(wildcard include/config/PROVE_LOCKING) \
-    $(wildcard include/config/DEBUG_LOCKING_API_SELFTESTS) \
-    $(wildcard include/config/PREEMPT_COUNT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/smp.h \
-    $(wildcard include/config/UP_LATE_INIT) \
-    $(wildcard include/config/DEBUG_PREEMPT) \
-    $(wildcard include/config/CSD_LOCK_WAIT_DEBUG) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/errno.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/errno.h \
-  arch/x86/include/generated/uapi/asm/errno.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/errno.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/errno-base.h \
+    $(wildcard include/config/DEBUG_KMAP_LOCAL_FORCE_MAP) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/sparsemem.h \
+    $(wildcard include/config/SPARSEMEM) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bug.h \
+    $(wildcard include/config/BUG_ON_DATA_CORRUPTION) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cpumask.h \
     $(wildcard include/config/FORCE_NR_CPUS) \
     $(wildcard include/config/HOTPLUG_CPU) \
     $(wildcard include/config/DEBUG_PER_CPU_MAPS) \
     $(wildcard include/config/CPUMASK_OFFSTACK) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cleanup.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kernel.h \
     $(wildcard include/config/PREEMPT_VOLUNTARY_BUILD) \
-    $(wildcard include/config/PREEMPT_DYNAMIC) \
     $(wildcard include/config/HAVE_PREEMPT_DYNAMIC_CALL) \
     $(wildcard include/config/HAVE_PREEMPT_DYNAMIC_KEY) \
     $(wildcard include/config/PREEMPT_) \
     $(wildcard include/config/DEBUG_ATOMIC_SLEEP) \
-    $(wildcard include/config/MMU) \
     $(wildcard include/config/TRACING) \
     $(wildcard include/config/FTRACE_MCOUNT_RECORD) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/align.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/array_size.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bitops.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/generic-non-atomic.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/bitops.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/sched.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/arch_hweight.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/const_hweight.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-atomic.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/instrumented.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmsan-checks.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-non-atomic.h \
+    $(wildcard include/config/KCSAN_ASSUME_PLAIN_WRITES_ATOMIC) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/instrumented-lock.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/le.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/bitops/ext2-atomic-setbit.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/hex.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kstrtox.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/log2.h \
@@ -254,12 +352,14 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/div64.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/minmax.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sprintf.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/static_call_types.h \
-    $(wildcard include/config/HAVE_STATIC_CALL) \
-    $(wildcard include/config/HAVE_STATIC_CALL_INLINE) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/instruction_pointer.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/wordpart.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bitmap.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/errno.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/errno.h \
+  arch/x86/include/generated/uapi/asm/errno.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/errno.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/errno-base.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/find.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/string.h \
     $(wildcard include/config/BINARY_PRINTF) \
@@ -273,12 +373,8 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/CC_HAS_KASAN_MEMINTRINSIC_PREFIX) \
     $(wildcard include/config/GENERIC_ENTRY) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bitfield.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bug.h \
-    $(wildcard include/config/BUG_ON_DATA_CORRUPTION) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bitmap-str.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cpumask_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/threads.h \
-    $(wildcard include/config/BASE_SMALL) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/atomic.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/atomic.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cmpxchg.h \
@@ -288,41 +384,15 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/GENERIC_ATOMIC64) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/atomic/atomic-long.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/atomic/atomic-instrumented.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/gfp_types.h \
+    $(wildcard include/config/KASAN_HW_TAGS) \
+    $(wildcard include/config/SLAB_OBJ_EXT) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/numa.h \
     $(wildcard include/config/NODES_SHIFT) \
     $(wildcard include/config/NUMA_KEEP_MEMINFO) \
     $(wildcard include/config/NUMA) \
     $(wildcard include/config/HAVE_ARCH_NODE_DEV_GROUP) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/sparsemem.h \
-    $(wildcard include/config/SPARSEMEM) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/smp_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/llist.h \
-    $(wildcard include/config/ARCH_HAVE_NMI_SAFE_CMPXCHG) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/preempt.h \
-    $(wildcard include/config/PREEMPT_RT) \
-    $(wildcard include/config/TRACE_PREEMPT_TOGGLE) \
-    $(wildcard include/config/PREEMPTION) \
-    $(wildcard include/config/PREEMPT_NOTIFIERS) \
-    $(wildcard include/config/PREEMPT_NONE) \
-    $(wildcard include/config/PREEMPT_VOLUNTARY) \
-    $(wildcard include/config/PREEMPT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/preempt.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/percpu.h \
-    $(wildcard include/config/X86_64_SMP) \
-    $(wildcard include/config/CC_HAS_NAMED_AS) \
-    $(wildcard include/config/USE_X86_SEG_SUPPORT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/percpu.h \
-    $(wildcard include/config/HAVE_SETUP_PER_CPU_AREA) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/percpu-defs.h \
-    $(wildcard include/config/DEBUG_FORCE_WEAK_PER_CPU) \
-    $(wildcard include/config/AMD_MEM_ENCRYPT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/current.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cache.h \
-    $(wildcard include/config/ARCH_HAS_CACHE_LINE_SIZE) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cache.h \
-    $(wildcard include/config/X86_L1_CACHE_SHIFT) \
-    $(wildcard include/config/X86_INTERNODE_CACHE_SHIFT) \
-    $(wildcard include/config/X86_VSMP) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/frame.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/thread_info.h \
     $(wildcard include/config/THREAD_INFO_IN_TASK) \
     $(wildcard include/config/HAVE_ARCH_WITHIN_STACK_FRAMES) \
@@ -330,28 +400,8 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/SH) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/restart_block.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/thread_info.h \
-    $(wildcard include/config/VM86) \
-    $(wildcard include/config/X86_IOPL_IOPERM) \
-    $(wildcard include/config/COMPAT) \
     $(wildcard include/config/IA32_EMULATION) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page_types.h \
-    $(wildcard include/config/PAGE_SHIFT) \
-    $(wildcard include/config/PHYSICAL_START) \
-    $(wildcard include/config/PHYSICAL_ALIGN) \
-    $(wildcard include/config/DYNAMIC_PHYSICAL_MASK) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mem_encrypt.h \
-    $(wildcard include/config/ARCH_HAS_MEM_ENCRYPT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/mem_encrypt.h \
-    $(wildcard include/config/X86_MEM_ENCRYPT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/cc_platform.h \
-    $(wildcard include/config/ARCH_HAS_CC_PLATFORM) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page_64_types.h \
-    $(wildcard include/config/KASAN) \
-    $(wildcard include/config/DYNAMIC_MEMORY_LAYOUT) \
-    $(wildcard include/config/RANDOMIZE_BASE) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/kaslr.h \
-    $(wildcard include/config/RANDOMIZE_MEMORY) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/page_64.h \
     $(wildcard include/config/DEBUG_VIRTUAL) \
     $(wildcard include/config/X86_VSYSCALL_EMULATION) \
@@ -367,54 +417,16 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/STACKPROTECTOR) \
     $(wildcard include/config/CPU_SUP_AMD) \
     $(wildcard include/config/XEN) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/processor-flags.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/processor-flags.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/math_emu.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/ptrace.h \
-    $(wildcard include/config/PARAVIRT) \
     $(wildcard include/config/X86_DEBUGCTLMSR) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/segment.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/ptrace.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/ptrace-abi.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/paravirt_types.h \
-    $(wildcard include/config/PGTABLE_LEVELS) \
-    $(wildcard include/config/ZERO_CALL_USED_REGS) \
-    $(wildcard include/config/PARAVIRT_DEBUG) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/desc_defs.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/pgtable_types.h \
-    $(wildcard include/config/MEM_SOFT_DIRTY) \
-    $(wildcard include/config/HAVE_ARCH_USERFAULTFD_WP) \
-    $(wildcard include/config/PROC_FS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/pgtable_64_types.h \
-    $(wildcard include/config/DEBUG_KMAP_LOCAL_FORCE_MAP) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/nospec-branch.h \
-    $(wildcard include/config/CALL_THUNKS_DEBUG) \
-    $(wildcard include/config/MITIGATION_IBPB_ENTRY) \
-    $(wildcard include/config/BPF_JIT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/static_key.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/msr-index.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/unwind_hints.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/orc_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/asm-offsets.h \
-  include/generated/asm-offsets.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/GEN-for-each-reg.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/proto.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/ldt.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/sigcontext.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cpuid.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/paravirt.h \
-    $(wildcard include/config/PARAVIRT_SPINLOCKS) \
-    $(wildcard include/config/DEBUG_ENTRY) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/frame.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/special_insns.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqflags.h \
-    $(wildcard include/config/TRACE_IRQFLAGS) \
-    $(wildcard include/config/IRQSOFF_TRACER) \
-    $(wildcard include/config/PREEMPT_TRACER) \
-    $(wildcard include/config/DEBUG_IRQFLAGS) \
-    $(wildcard include/config/TRACE_IRQFLAGS_SUPPORT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqflags_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/irqflags.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/fpu/types.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/vmxfeatures.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/vdso/processor.h \
@@ -424,159 +436,23 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/math64.h \
     $(wildcard include/config/ARCH_SUPPORTS_INT128) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/math64.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bottom_half.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/lockdep.h \
+    $(wildcard include/config/DEBUG_LOCKING_API_SELFTESTS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/smp.h \
+    $(wildcard include/config/UP_LATE_INIT) \
+    $(wildcard include/config/CSD_LOCK_WAIT_DEBUG) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/smp_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/llist.h \
+    $(wildcard include/config/ARCH_HAVE_NMI_SAFE_CMPXCHG) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/smp.h \
     $(wildcard include/config/DEBUG_NMI_SELFTEST) \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/cpumask.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/percpu.h \
-    $(wildcard include/config/MODULES) \
-    $(wildcard include/config/MEM_ALLOC_PROFILING) \
-    $(wildcard include/config/RANDOM_KMALLOC_CACHES) \
-    $(wildcard include/config/PAGE_SIZE_4KB) \
-    $(wildcard include/config/NEED_PER_CPU_PAGE_FIRST_CHUNK) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/alloc_tag.h \
-    $(wildcard include/config/MEM_ALLOC_PROFILING_DEBUG) \
-    $(wildcard include/config/MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/codetag.h \
-    $(wildcard include/config/CODE_TAGGING) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mmdebug.h \
-    $(wildcard include/config/DEBUG_VM) \
-    $(wildcard include/config/DEBUG_VM_IRQSOFF) \
-    $(wildcard include/config/DEBUG_VM_PGFLAGS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched.h \
-    $(wildcard include/config/VIRT_CPU_ACCOUNTING_NATIVE) \
-    $(wildcard include/config/SCHED_INFO) \
-    $(wildcard include/config/SCHEDSTATS) \
-    $(wildcard include/config/SCHED_CORE) \
-    $(wildcard include/config/FAIR_GROUP_SCHED) \
-    $(wildcard include/config/RT_GROUP_SCHED) \
-    $(wildcard include/config/RT_MUTEXES) \
-    $(wildcard include/config/UCLAMP_TASK) \
-    $(wildcard include/config/UCLAMP_BUCKETS_COUNT) \
-    $(wildcard include/config/KMAP_LOCAL) \
-    $(wildcard include/config/SCHED_CLASS_EXT) \
-    $(wildcard include/config/CGROUP_SCHED) \
-    $(wildcard include/config/BLK_DEV_IO_TRACE) \
-    $(wildcard include/config/PREEMPT_RCU) \
-    $(wildcard include/config/TASKS_RCU) \
-    $(wildcard include/config/TASKS_TRACE_RCU) \
-    $(wildcard include/config/MEMCG_V1) \
-    $(wildcard include/config/LRU_GEN) \
-    $(wildcard include/config/COMPAT_BRK) \
-    $(wildcard include/config/CGROUPS) \
-    $(wildcard include/config/BLK_CGROUP) \
-    $(wildcard include/config/PSI) \
-    $(wildcard include/config/PAGE_OWNER) \
-    $(wildcard include/config/EVENTFD) \
-    $(wildcard include/config/ARCH_HAS_CPU_PASID) \
-    $(wildcard include/config/CPU_SUP_INTEL) \
-    $(wildcard include/config/TASK_DELAY_ACCT) \
-    $(wildcard include/config/ARCH_HAS_SCALED_CPUTIME) \
-    $(wildcard include/config/VIRT_CPU_ACCOUNTING_GEN) \
-    $(wildcard include/config/NO_HZ_FULL) \
-    $(wildcard include/config/POSIX_CPUTIMERS) \
-    $(wildcard include/config/POSIX_CPU_TIMERS_TASK_WORK) \
-    $(wildcard include/config/KEYS) \
-    $(wildcard include/config/SYSVIPC) \
-    $(wildcard include/config/DETECT_HUNG_TASK) \
-    $(wildcard include/config/IO_URING) \
-    $(wildcard include/config/AUDIT) \
-    $(wildcard include/config/AUDITSYSCALL) \
-    $(wildcard include/config/DEBUG_MUTEXES) \
-    $(wildcard include/config/UBSAN) \
-    $(wildcard include/config/UBSAN_TRAP) \
-    $(wildcard include/config/COMPACTION) \
-    $(wildcard include/config/TASK_XACCT) \
-    $(wildcard include/config/CPUSETS) \
-    $(wildcard include/config/X86_CPU_RESCTRL) \
-    $(wildcard include/config/FUTEX) \
-    $(wildcard include/config/PERF_EVENTS) \
-    $(wildcard include/config/NUMA_BALANCING) \
-    $(wildcard include/config/RSEQ) \
-    $(wildcard include/config/SCHED_MM_CID) \
-    $(wildcard include/config/FAULT_INJECTION) \
-    $(wildcard include/config/LATENCYTOP) \
-    $(wildcard include/config/KUNIT) \
-    $(wildcard include/config/FUNCTION_GRAPH_TRACER) \
-    $(wildcard include/config/MEMCG) \
-    $(wildcard include/config/UPROBES) \
-    $(wildcard include/config/BCACHE) \
-    $(wildcard include/config/VMAP_STACK) \
-    $(wildcard include/config/LIVEPATCH) \
-    $(wildcard include/config/SECURITY) \
-    $(wildcard include/config/BPF_SYSCALL) \
-    $(wildcard include/config/GCC_PLUGIN_STACKLEAK) \
-    $(wildcard include/config/RANDOMIZE_KSTACK_OFFSET) \
-    $(wildcard include/config/X86_MCE) \
-    $(wildcard include/config/KRETPROBES) \
-    $(wildcard include/config/RETHOOK) \
-    $(wildcard include/config/ARCH_HAS_PARANOID_L1D_FLUSH) \
-    $(wildcard include/config/RV) \
-    $(wildcard include/config/USER_EVENTS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sched.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/pid_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sem_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/shm.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/shmparam.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmsan_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mutex_types.h \
-    $(wildcard include/config/MUTEX_SPIN_ON_OWNER) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/osq_lock.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/spinlock_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rwlock_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/plist_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/hrtimer_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timerqueue_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rbtree_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timer_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seccomp_types.h \
-    $(wildcard include/config/SECCOMP) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/nodemask_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/refcount_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/resource.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/resource.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/time_types.h \
-  arch/x86/include/generated/uapi/asm/resource.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/resource.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/resource.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/latencytop.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/prio.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/signal_types.h \
-    $(wildcard include/config/OLD_SIGACTION) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/signal.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/signal.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/signal.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/signal-defs.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/siginfo.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/siginfo.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/syscall_user_dispatch_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mm_types_task.h \
-    $(wildcard include/config/ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/tlbbatch.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/netdevice_xmit.h \
-    $(wildcard include/config/NET_ACT_MIRRED) \
-    $(wildcard include/config/NET_EGRESS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/task_io_accounting.h \
-    $(wildcard include/config/TASK_IO_ACCOUNTING) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/posix-timers_types.h \
-    $(wildcard include/config/POSIX_TIMERS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/rseq.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seqlock_types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kcsan.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rv.h \
-    $(wildcard include/config/RV_REACTORS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/livepatch_sched.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uidgid_types.h \
-  arch/x86/include/generated/asm/kmap_size.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/kmap_size.h \
-    $(wildcard include/config/DEBUG_KMAP_LOCAL) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/ext.h \
-    $(wildcard include/config/EXT_GROUP_SCHED) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/spinlock.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bottom_half.h \
   arch/x86/include/generated/asm/mmiowb.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/mmiowb.h \
     $(wildcard include/config/MMIOWB) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/spinlock_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rwlock_types.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/spinlock.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/qspinlock.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/qspinlock.h \
@@ -614,14 +490,23 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/INLINE_WRITE_UNLOCK_IRQ) \
     $(wildcard include/config/INLINE_READ_UNLOCK_IRQRESTORE) \
     $(wildcard include/config/INLINE_WRITE_UNLOCK_IRQRESTORE) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kdev_t.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/kdev_t.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/dcache.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rculist.h \
+    $(wildcard include/config/PROVE_RCU_LIST) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rcupdate.h \
+    $(wildcard include/config/PREEMPT_RCU) \
     $(wildcard include/config/TINY_RCU) \
     $(wildcard include/config/RCU_STRICT_GRACE_PERIOD) \
     $(wildcard include/config/RCU_LAZY) \
     $(wildcard include/config/TASKS_RCU_GENERIC) \
     $(wildcard include/config/RCU_STALL_COMMON) \
+    $(wildcard include/config/NO_HZ_FULL) \
     $(wildcard include/config/KVM_XFER_TO_GUEST_WORK) \
     $(wildcard include/config/RCU_NOCB_CPU) \
+    $(wildcard include/config/TASKS_RCU) \
+    $(wildcard include/config/TASKS_TRACE_RCU) \
     $(wildcard include/config/TASKS_RUDE_RCU) \
     $(wildcard include/config/TREE_RCU) \
     $(wildcard include/config/DEBUG_OBJECTS_RCU_HEAD) \
@@ -630,10 +515,207 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/context_tracking_irq.h \
     $(wildcard include/config/CONTEXT_TRACKING_IDLE) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rcutree.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rculist_bl.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list_bl.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bit_spinlock.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seqlock.h \
+    $(wildcard include/config/CC_IS_GCC) \
+    $(wildcard include/config/GCC_VERSION) \
+    $(wildcard include/config/UBSAN_ALIGNMENT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mutex.h \
+    $(wildcard include/config/DEBUG_MUTEXES) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/osq_lock.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/debug_locks.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mutex_types.h \
+    $(wildcard include/config/MUTEX_SPIN_ON_OWNER) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seqlock_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/lockref.h \
+    $(wildcard include/config/ARCH_USE_CMPXCHG_LOCKREF) \
+  include/generated/bounds.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stringhash.h \
+    $(wildcard include/config/DCACHE_WORD_ACCESS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/hash.h \
+    $(wildcard include/config/HAVE_ARCH_HASH) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/path.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stat.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/stat.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/stat.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time.h \
+    $(wildcard include/config/POSIX_TIMERS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time64.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time64.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/time.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/time_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time32.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timex.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/timex.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/timex.h \
+    $(wildcard include/config/X86_TSC) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/tsc.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/msr.h \
+    $(wildcard include/config/TRACEPOINTS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/msr.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/ioctl.h \
+  arch/x86/include/generated/uapi/asm/ioctl.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/ioctl.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/ioctl.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/shared/msr.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/percpu.h \
+    $(wildcard include/config/MODULES) \
+    $(wildcard include/config/MEM_ALLOC_PROFILING) \
+    $(wildcard include/config/RANDOM_KMALLOC_CACHES) \
+    $(wildcard include/config/PAGE_SIZE_4KB) \
+    $(wildcard include/config/NEED_PER_CPU_PAGE_FIRST_CHUNK) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/alloc_tag.h \
+    $(wildcard include/config/MEM_ALLOC_PROFILING_DEBUG) \
+    $(wildcard include/config/MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/codetag.h \
+    $(wildcard include/config/CODE_TAGGING) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mmdebug.h \
+    $(wildcard include/config/DEBUG_VM) \
+    $(wildcard include/config/DEBUG_VM_IRQSOFF) \
+    $(wildcard include/config/DEBUG_VM_PGFLAGS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched.h \
+    $(wildcard include/config/VIRT_CPU_ACCOUNTING_NATIVE) \
+    $(wildcard include/config/SCHED_INFO) \
+    $(wildcard include/config/SCHEDSTATS) \
+    $(wildcard include/config/SCHED_CORE) \
+    $(wildcard include/config/FAIR_GROUP_SCHED) \
+    $(wildcard include/config/RT_GROUP_SCHED) \
+    $(wildcard include/config/RT_MUTEXES) \
+    $(wildcard include/config/UCLAMP_TASK) \
+    $(wildcard include/config/UCLAMP_BUCKETS_COUNT) \
+    $(wildcard include/config/KMAP_LOCAL) \
+    $(wildcard include/config/SCHED_CLASS_EXT) \
+    $(wildcard include/config/CGROUP_SCHED) \
+    $(wildcard include/config/BLK_DEV_IO_TRACE) \
+    $(wildcard include/config/MEMCG_V1) \
+    $(wildcard include/config/LRU_GEN) \
+    $(wildcard include/config/COMPAT_BRK) \
+    $(wildcard include/config/CGROUPS) \
+    $(wildcard include/config/BLK_CGROUP) \
+    $(wildcard include/config/PSI) \
+    $(wildcard include/config/PAGE_OWNER) \
+    $(wildcard include/config/EVENTFD) \
+    $(wildcard include/config/ARCH_HAS_CPU_PASID) \
+    $(wildcard include/config/CPU_SUP_INTEL) \
+    $(wildcard include/config/TASK_DELAY_ACCT) \
+    $(wildcard include/config/ARCH_HAS_SCALED_CPUTIME) \
+    $(wildcard include/config/VIRT_CPU_ACCOUNTING_GEN) \
+    $(wildcard include/config/POSIX_CPUTIMERS) \
+    $(wildcard include/config/POSIX_CPU_TIMERS_TASK_WORK) \
+    $(wildcard include/config/KEYS) \
+    $(wildcard include/config/SYSVIPC) \
+    $(wildcard include/config/DETECT_HUNG_TASK) \
+    $(wildcard include/config/IO_URING) \
+    $(wildcard include/config/AUDIT) \
+    $(wildcard include/config/AUDITSYSCALL) \
+    $(wildcard include/config/UBSAN) \
+    $(wildcard include/config/UBSAN_TRAP) \
+    $(wildcard include/config/COMPACTION) \
+    $(wildcard include/config/TASK_XACCT) \
+    $(wildcard include/config/CPUSETS) \
+    $(wildcard include/config/X86_CPU_RESCTRL) \
+    $(wildcard include/config/FUTEX) \
+    $(wildcard include/config/PERF_EVENTS) \
+    $(wildcard include/config/NUMA_BALANCING) \
+    $(wildcard include/config/RSEQ) \
+    $(wildcard include/config/SCHED_MM_CID) \
+    $(wildcard include/config/FAULT_INJECTION) \
+    $(wildcard include/config/LATENCYTOP) \
+    $(wildcard include/config/KUNIT) \
+    $(wildcard include/config/FUNCTION_GRAPH_TRACER) \
+    $(wildcard include/config/MEMCG) \
+    $(wildcard include/config/UPROBES) \
+    $(wildcard include/config/BCACHE) \
+    $(wildcard include/config/VMAP_STACK) \
+    $(wildcard include/config/LIVEPATCH) \
+    $(wildcard include/config/BPF_SYSCALL) \
+    $(wildcard include/config/GCC_PLUGIN_STACKLEAK) \
+    $(wildcard include/config/RANDOMIZE_KSTACK_OFFSET) \
+    $(wildcard include/config/X86_MCE) \
+    $(wildcard include/config/KRETPROBES) \
+    $(wildcard include/config/RETHOOK) \
+    $(wildcard include/config/ARCH_HAS_PARANOID_L1D_FLUSH) \
+    $(wildcard include/config/RV) \
+    $(wildcard include/config/USER_EVENTS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sched.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/pid_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sem_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/shm.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/shmparam.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmsan_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/plist_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/hrtimer_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timerqueue_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rbtree_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timer_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seccomp_types.h \
+    $(wildcard include/config/SECCOMP) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/nodemask_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/refcount_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/resource.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/resource.h \
+  arch/x86/include/generated/uapi/asm/resource.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/resource.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/resource.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/latencytop.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/prio.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/signal_types.h \
+    $(wildcard include/config/OLD_SIGACTION) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/signal.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/signal.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/signal.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/signal-defs.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/siginfo.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/siginfo.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/syscall_user_dispatch_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mm_types_task.h \
+    $(wildcard include/config/ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/tlbbatch.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/netdevice_xmit.h \
+    $(wildcard include/config/NET_ACT_MIRRED) \
+    $(wildcard include/config/NET_EGRESS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/task_io_accounting.h \
+    $(wildcard include/config/TASK_IO_ACCOUNTING) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/posix-timers_types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/rseq.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kcsan.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rv.h \
+    $(wildcard include/config/RV_REACTORS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/livepatch_sched.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uidgid_types.h \
+  arch/x86/include/generated/asm/kmap_size.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/kmap_size.h \
+    $(wildcard include/config/DEBUG_KMAP_LOCAL) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/ext.h \
+    $(wildcard include/config/EXT_GROUP_SCHED) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/tracepoint-defs.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time32.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uidgid.h \
+    $(wildcard include/config/MULTIUSER) \
+    $(wildcard include/config/USER_NS) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/highuid.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list_lru.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/nodemask.h \
+    $(wildcard include/config/HIGHMEM) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/random.h \
+    $(wildcard include/config/VMGENID) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/random.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqnr.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/irqnr.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/prandom.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/once.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/shrinker.h \
+    $(wildcard include/config/SHRINKER_DEBUG) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/refcount.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/completion.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/swait.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/xarray.h \
     $(wildcard include/config/XARRAY_MULTI) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/gfp.h \
-    $(wildcard include/config/HIGHMEM) \
     $(wildcard include/config/ZONE_DMA) \
     $(wildcard include/config/ZONE_DMA32) \
     $(wildcard include/config/ZONE_DEVICE) \
@@ -645,7 +727,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/ZSMALLOC) \
     $(wildcard include/config/UNACCEPTED_MEMORY) \
     $(wildcard include/config/IOMMU_SUPPORT) \
-    $(wildcard include/config/SWAP) \
     $(wildcard include/config/TRANSPARENT_HUGEPAGE) \
     $(wildcard include/config/LRU_GEN_STATS) \
     $(wildcard include/config/LRU_GEN_WALKS_MMU) \
@@ -656,30 +737,10 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/SPARSEMEM_EXTREME) \
     $(wildcard include/config/HAVE_ARCH_PFN_VALID) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list_nulls.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/wait.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seqlock.h \
-    $(wildcard include/config/CC_IS_GCC) \
-    $(wildcard include/config/GCC_VERSION) \
-    $(wildcard include/config/UBSAN_ALIGNMENT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mutex.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/debug_locks.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/nodemask.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/random.h \
-    $(wildcard include/config/VMGENID) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/random.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/ioctl.h \
-  arch/x86/include/generated/uapi/asm/ioctl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/asm-generic/ioctl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/ioctl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/irqnr.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/irqnr.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/prandom.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/once.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/pageblock-flags.h \
     $(wildcard include/config/HUGETLB_PAGE) \
     $(wildcard include/config/HUGETLB_PAGE_SIZE_VARIABLE) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/page-flags-layout.h \
-  include/generated/bounds.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mm_types.h \
     $(wildcard include/config/HAVE_ALIGNED_STRUCT_PAGE) \
     $(wildcard include/config/HUGETLB_PMD_PAGE_TABLE_SHARING) \
@@ -697,7 +758,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/auxvec.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/auxvec.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kref.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/refcount.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rbtree.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/maple_tree.h \
     $(wildcard include/config/MAPLE_RCU_DISABLED) \
@@ -705,8 +765,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rwsem.h \
     $(wildcard include/config/RWSEM_SPIN_ON_OWNER) \
     $(wildcard include/config/DEBUG_RWSEMS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/completion.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/swait.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uprobes.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/uprobes.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/notifier.h \
@@ -714,8 +772,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/srcu.h \
     $(wildcard include/config/TINY_SRCU) \
     $(wildcard include/config/NEED_SRCU_NMI_SAFE) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rculist.h \
-    $(wildcard include/config/PROVE_RCU_LIST) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/workqueue.h \
     $(wildcard include/config/DEBUG_OBJECTS_WORK) \
     $(wildcard include/config/FREEZER) \
@@ -725,23 +781,6 @@ deps_/work/main/drivers/block/ssdq/main.o := \
     $(wildcard include/config/DEBUG_OBJECTS_TIMERS) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/ktime.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/jiffies.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time64.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time64.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/time.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/time32.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/timex.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/timex.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/timex.h \
-    $(wildcard include/config/X86_TSC) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/tsc.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/msr.h \
-    $(wildcard include/config/TRACEPOINTS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/msr.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/shared/msr.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/tracepoint-defs.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time32.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/time.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/jiffies.h \
   include/generated/timeconst.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/vdso/ktime.h \
@@ -800,96 +839,7 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/sync_core.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/coredump.h \
     $(wildcard include/config/CORE_DUMP_DEFAULT_ELF_HEADERS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/module.h \
-    $(wildcard include/config/MODULES_TREE_LOOKUP) \
-    $(wildcard include/config/STACKTRACE_BUILD_ID) \
-    $(wildcard include/config/ARCH_USES_CFI_TRAPS) \
-    $(wildcard include/config/MODULE_SIG) \
-    $(wildcard include/config/KALLSYMS) \
-    $(wildcard include/config/BPF_EVENTS) \
-    $(wildcard include/config/DEBUG_INFO_BTF_MODULES) \
-    $(wildcard include/config/EVENT_TRACING) \
-    $(wildcard include/config/MODULE_UNLOAD) \
-    $(wildcard include/config/CONSTRUCTORS) \
-    $(wildcard include/config/FUNCTION_ERROR_INJECTION) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stat.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/stat.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/stat.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uidgid.h \
-    $(wildcard include/config/MULTIUSER) \
-    $(wildcard include/config/USER_NS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/highuid.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/buildid.h \
-    $(wildcard include/config/VMCORE_INFO) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmod.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/umh.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sysctl.h \
-    $(wildcard include/config/SYSCTL) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sysctl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/elf.h \
-    $(wildcard include/config/ARCH_HAVE_EXTRA_ELF_NOTES) \
-    $(wildcard include/config/ARCH_USE_GNU_PROPERTY) \
-    $(wildcard include/config/ARCH_HAVE_ELF_PROT) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/elf.h \
-    $(wildcard include/config/X86_X32_ABI) \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/ia32.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/compat.h \
-    $(wildcard include/config/ARCH_HAS_SYSCALL_WRAPPER) \
-    $(wildcard include/config/COMPAT_OLD_SIGACTION) \
-    $(wildcard include/config/ODD_RT_SIGACTION) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sem.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sem.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/ipc.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rhashtable-types.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/ipc.h \
-  arch/x86/include/generated/uapi/asm/ipcbuf.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/ipcbuf.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/sembuf.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/socket.h \
-  arch/x86/include/generated/uapi/asm/socket.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/socket.h \
-  arch/x86/include/generated/uapi/asm/sockios.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/sockios.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sockios.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uio.h \
-    $(wildcard include/config/ARCH_HAS_COPY_MC) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/uio.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/socket.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/if.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/libc-compat.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/hdlc/ioctl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/fs.h \
-    $(wildcard include/config/FANOTIFY_ACCESS_PERMISSIONS) \
-    $(wildcard include/config/READ_ONLY_THP_FOR_FS) \
-    $(wildcard include/config/FS_POSIX_ACL) \
-    $(wildcard include/config/CGROUP_WRITEBACK) \
-    $(wildcard include/config/IMA) \
-    $(wildcard include/config/FILE_LOCKING) \
-    $(wildcard include/config/FSNOTIFY) \
-    $(wildcard include/config/FS_ENCRYPTION) \
-    $(wildcard include/config/FS_VERITY) \
-    $(wildcard include/config/EPOLL) \
-    $(wildcard include/config/UNICODE) \
-    $(wildcard include/config/QUOTA) \
-    $(wildcard include/config/FS_DAX) \
-    $(wildcard include/config/BLOCK) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/wait_bit.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kdev_t.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/kdev_t.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/dcache.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rculist_bl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list_bl.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/bit_spinlock.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/lockref.h \
-    $(wildcard include/config/ARCH_USE_CMPXCHG_LOCKREF) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/stringhash.h \
-    $(wildcard include/config/DCACHE_WORD_ACCESS) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/hash.h \
-    $(wildcard include/config/HAVE_ARCH_HASH) \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/path.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/list_lru.h \
-  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/shrinker.h \
-    $(wildcard include/config/SHRINKER_DEBUG) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/radix-tree.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/pid.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/capability.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/capability.h \
@@ -923,6 +873,7 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/uaccess.h \
     $(wildcard include/config/CC_HAS_ASM_GOTO_OUTPUT) \
     $(wildcard include/config/CC_HAS_ASM_GOTO_TIED_OUTPUT) \
+    $(wildcard include/config/ARCH_HAS_COPY_MC) \
     $(wildcard include/config/X86_INTEL_USERCOPY) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/mmap_lock.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/smap.h \
@@ -964,6 +915,9 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/key.h \
     $(wildcard include/config/KEY_NOTIFICATIONS) \
     $(wildcard include/config/NET) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sysctl.h \
+    $(wildcard include/config/SYSCTL) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sysctl.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/assoc_array.h \
     $(wildcard include/config/ASSOCIATIVE_ARRAY) \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sched/user.h \
@@ -1016,6 +970,58 @@ deps_/work/main/drivers/block/ssdq/main.o := \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/dqblk_qtree.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/linux/projid.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/quota.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/seq_file.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/string_helpers.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/ctype.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/string_choices.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/idr.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/module.h \
+    $(wildcard include/config/MODULES_TREE_LOOKUP) \
+    $(wildcard include/config/STACKTRACE_BUILD_ID) \
+    $(wildcard include/config/ARCH_USES_CFI_TRAPS) \
+    $(wildcard include/config/MODULE_SIG) \
+    $(wildcard include/config/KALLSYMS) \
+    $(wildcard include/config/BPF_EVENTS) \
+    $(wildcard include/config/DEBUG_INFO_BTF_MODULES) \
+    $(wildcard include/config/EVENT_TRACING) \
+    $(wildcard include/config/MODULE_UNLOAD) \
+    $(wildcard include/config/CONSTRUCTORS) \
+    $(wildcard include/config/FUNCTION_ERROR_INJECTION) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/buildid.h \
+    $(wildcard include/config/VMCORE_INFO) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/kmod.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/umh.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/elf.h \
+    $(wildcard include/config/ARCH_HAVE_EXTRA_ELF_NOTES) \
+    $(wildcard include/config/ARCH_USE_GNU_PROPERTY) \
+    $(wildcard include/config/ARCH_HAVE_ELF_PROT) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/elf.h \
+    $(wildcard include/config/X86_X32_ABI) \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/ia32.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/compat.h \
+    $(wildcard include/config/ARCH_HAS_SYSCALL_WRAPPER) \
+    $(wildcard include/config/COMPAT_OLD_SIGACTION) \
+    $(wildcard include/config/ODD_RT_SIGACTION) \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/sem.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sem.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/ipc.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/rhashtable-types.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/ipc.h \
+  arch/x86/include/generated/uapi/asm/ipcbuf.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/ipcbuf.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/uapi/asm/sembuf.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/socket.h \
+  arch/x86/include/generated/uapi/asm/socket.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/socket.h \
+  arch/x86/include/generated/uapi/asm/sockios.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/asm-generic/sockios.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/sockios.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/linux/uio.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/uio.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/socket.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/if.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/libc-compat.h \
+  /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/hdlc/ioctl.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/aio_abi.h \
   /usr/src/linux-headers-6.12.118+deb12-common/include/uapi/linux/unistd.h \
   /usr/src/linux-headers-6.12.118+deb12-common/arch/x86/include/asm/unistd.h \

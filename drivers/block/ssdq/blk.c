@@ -5,16 +5,12 @@
  * them, and the gendisk that users see as /dev/ssdqN.
  */
 #include <linux/blk-mq-pci.h>
+#include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
 
 #include <ssdq/ssdq.h>
 
 #define SSDQ_PRPS_PER_PAGE	(SSDQ_CTRL_PAGE_SIZE / sizeof(__le64))
-
-static struct ssdq_iod *ssdq_iod(struct request *req)
-{
-	return blk_mq_rq_to_pdu(req);
-}
 
 static struct device *ssdq_dmadev(struct ssdq_dev *dev)
 {
@@ -238,11 +234,9 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	return sts;
 }
 
-static blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
-				  const struct blk_mq_queue_data *bd)
+/* Build the request's command and mark it started; nothing is sent yet. */
+blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 {
-	struct ssdq_queue *q = hctx->driver_data;
-	struct request *req = bd->rq;
 	blk_status_t sts;
 
 	if (unlikely(ssdq_dead(q->dev)))
@@ -251,11 +245,19 @@ static blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	if (sts)
 		return sts;
 	blk_mq_start_request(req);
+	return BLK_STS_OK;
+}
 
-	spin_lock(&q->sq_lock);
-	ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
-	ssdq_sq_ring_doorbell(q);
-	spin_unlock(&q->sq_lock);
+static blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
+				  const struct blk_mq_queue_data *bd)
+{
+	struct ssdq_queue *q = hctx->driver_data;
+	blk_status_t sts;
+
+	sts = ssdq_prep_rq(q, bd->rq);
+	if (sts)
+		return sts;
+	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd, bd->last);
 	return BLK_STS_OK;
 }
 
@@ -351,6 +353,8 @@ static void ssdq_map_queues(struct blk_mq_tag_set *set)
 
 static const struct blk_mq_ops ssdq_mq_ops = {
 	.queue_rq	= ssdq_queue_rq,
+	.queue_rqs	= ssdq_queue_rqs,
+	.commit_rqs	= ssdq_commit_rqs,
 	.complete	= ssdq_complete_rq,
 	.timeout	= ssdq_timeout,
 	.init_hctx	= ssdq_init_hctx,
@@ -360,6 +364,20 @@ static const struct blk_mq_ops ssdq_mq_ops = {
 static const struct block_device_operations ssdq_fops = {
 	.owner		= THIS_MODULE,
 };
+
+/* Each technique's switches, as /sys/block/ssdqN/<technique>/. */
+static const struct attribute_group *ssdq_disk_groups[] = {
+	&ssdq_plug_attr_group,
+	NULL,
+};
+
+/* Each technique's counters, in /sys/kernel/debug/ssdq/ssdqN/. */
+static void ssdq_debugfs_init(struct ssdq_dev *dev)
+{
+	dev->debugfs = debugfs_create_dir(dev->disk->disk_name,
+					  ssdq_debugfs_root);
+	ssdq_plug_debugfs_init(dev);
+}
 
 static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
 {
@@ -437,10 +455,12 @@ int ssdq_blk_init(struct ssdq_dev *dev)
 	snprintf(disk->disk_name, DISK_NAME_LEN, "ssdq%d", dev->instance);
 	set_capacity(disk, dev->capacity);
 
-	ret = device_add_disk(ssdq_dmadev(dev), disk, NULL);
+	dev->batch_doorbells = true;
+	ret = device_add_disk(ssdq_dmadev(dev), disk, ssdq_disk_groups);
 	if (ret)
 		goto put_disk;
 	dev->disk = disk;
+	ssdq_debugfs_init(dev);
 	return 0;
 
 put_disk:
@@ -458,6 +478,7 @@ destroy_pool:
  */
 void ssdq_blk_remove(struct ssdq_dev *dev)
 {
+	debugfs_remove_recursive(dev->debugfs);
 	del_gendisk(dev->disk);
 	put_disk(dev->disk);
 	blk_mq_free_tag_set(&dev->tag_set);

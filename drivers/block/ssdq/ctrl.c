@@ -207,8 +207,8 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
  * Run one admin command and wait for it. Returns 0, a negative errno when it
  * could not run, or the positive NVMe status (SCT/SC) it failed with.
  */
-static int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
-			   u32 *result)
+int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
+		    u32 *result)
 {
 	struct ssdq_queue *aq = &dev->queues[0];
 	unsigned long timeout = ssdq_params.admin_timeout * HZ;
@@ -226,7 +226,8 @@ static int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 
 	spin_lock(&aq->sq_lock);
 	ssdq_sq_copy_cmd(aq, cmd);
-	ssdq_sq_ring_doorbell(aq);
+	aq->plug.submitted++;
+	ssdq_sq_flush(aq);
 	spin_unlock(&aq->sq_lock);
 
 	if (!wait_for_completion_timeout(&dev->admin_done, timeout)) {
@@ -297,6 +298,7 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 		dev_err(&dev->pdev->dev, "controller has no namespaces\n");
 		return -ENODEV;
 	}
+	dev->oacs = le16_to_cpu(id->oacs);
 	dev->oncs = le16_to_cpu(id->oncs);
 	dev->vwc = id->vwc;
 
@@ -474,6 +476,9 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
 	if (ret)
 		return ret;
 	nr = min(nr, ssdq_bar_max_queues(dev) - 1);
+	ret = ssdq_dbbuf_setup(dev, nr + 1);
+	if (ret)
+		return ret;
 
 	ssdq_free_queue_irq(aq);
 	pci_free_irq_vectors(dev->pdev);
@@ -531,6 +536,7 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 	pci_free_irq_vectors(dev->pdev);
 	for (qid = 0; qid <= dev->nr_io_queues; qid++)
 		ssdq_queue_free(&dev->queues[qid]);
+	ssdq_dbbuf_free(dev);
 }
 
 /* System shutdown: let the controller flush its cache, nothing else. */

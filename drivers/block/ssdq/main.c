@@ -7,6 +7,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/idr.h>
 #include <linux/module.h>
 
@@ -69,6 +70,7 @@ static int __init ssdq_check_params(void)
 }
 
 static DEFINE_IDA(ssdq_instance_ida);
+struct dentry *ssdq_debugfs_root;
 
 /* More queues than CPUs would leave some without a submitter. */
 static unsigned int ssdq_wanted_io_queues(void)
@@ -200,12 +202,17 @@ static int __init ssdq_init(void)
 	ret = ssdq_check_params();
 	if (ret)
 		return ret;
-	return pci_register_driver(&ssdq_pci_driver);
+	ssdq_debugfs_root = debugfs_create_dir("ssdq", NULL);
+	ret = pci_register_driver(&ssdq_pci_driver);
+	if (ret)
+		debugfs_remove_recursive(ssdq_debugfs_root);
+	return ret;
 }
 
 static void __exit ssdq_exit(void)
 {
 	pci_unregister_driver(&ssdq_pci_driver);
+	debugfs_remove_recursive(ssdq_debugfs_root);
 	ida_destroy(&ssdq_instance_ida);
 }
 

@@ -51,6 +51,7 @@ int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth)
 		return -ENOMEM;
 	}
 	ssdq_queue_set_doorbells(q);
+	ssdq_dbbuf_init_queue(q);
 	ssdq_queue_reset_rings(q);
 	return 0;
 }
@@ -76,6 +77,7 @@ void ssdq_queue_free(struct ssdq_queue *q)
 void ssdq_queue_reset_rings(struct ssdq_queue *q)
 {
 	q->sq_tail = 0;
+	q->last_sq_tail = 0;
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cqes, 0, ssdq_cq_bytes(q->depth));
@@ -87,15 +89,6 @@ void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 	memcpy(&q->sq_cmds[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;
-}
-
-/*
- * Caller holds q->sq_lock. writel() orders the SQ entry stores before the
- * doorbell write, so the controller never fetches a stale slot.
- */
-void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
-{
-	writel(q->sq_tail, q->sq_db);
 }
 
 static bool ssdq_cqe_pending(struct ssdq_queue *q)
@@ -135,7 +128,7 @@ int ssdq_cq_reap(struct ssdq_queue *q)
 		found++;
 	}
 	if (found)
-		writel(q->cq_head, q->cq_db);
+		ssdq_cq_ring_doorbell(q);
 	return found;
 }
 
