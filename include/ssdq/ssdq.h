@@ -10,13 +10,16 @@
  *   blk.c   - the blk-mq glue: tag set, command setup, PRPs, completion,
  *             the gendisk
  *   plug.c  - implicit plugging: batches, doorbells, shadow doorbells
- *   timeout.c - what happens when a command does not complete
+ *   recovery.c - timeouts: lost interrupts, abort, controller reset
+ *   fault.c - fault injection in the device-facing layer
  */
 #ifndef _SSDQ_H
 #define _SSDQ_H
 
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
+#include <linux/llist.h>
+#include <linux/workqueue.h>
 #include <linux/dmapool.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
@@ -66,6 +69,35 @@ struct ssdq_plug_stats {
 	u64 cq_db_mmio;		/* ... of which by an MMIO write */
 };
 
+/* recovery.c's counters; see Documentation/recovery.rst. */
+struct ssdq_recovery_stats {
+	atomic64_t timeouts;		/* ->timeout calls */
+	atomic64_t lost_interrupts;	/* timeouts the CQ poll resolved */
+	atomic64_t aborts;		/* NVMe Aborts sent */
+	atomic64_t aborts_refused;	/* ... answered "not aborted" */
+	atomic64_t resets;
+	atomic64_t reset_failures;
+	atomic64_t requeued;		/* requests a reset ran again */
+	atomic64_t bad_cqes;		/* CQEs naming no request in flight */
+	atomic64_t last_recovery_ms;	/* issue to recovery, last timeout */
+};
+
+/* fault.c's knobs (armed counts) and what they did. */
+struct ssdq_fault {
+	bool armed;
+	atomic_t drop_completions;
+	atomic_t drop_irqs;
+	atomic_t delay_completions;
+	atomic_t delay_ms;
+	atomic_t bad_cids;
+	atomic64_t dropped_completions;
+	atomic64_t dropped_irqs;
+	atomic64_t delayed_completions;
+	atomic64_t bad_cids_sent;
+	struct llist_head delayed;
+	struct delayed_work delay_work;
+};
+
 /* One NVMe submission/completion queue pair; qid 0 is the admin queue. */
 struct ssdq_queue {
 	struct ssdq_dev *dev;
@@ -98,6 +130,11 @@ struct ssdq_iod {
 	struct nvme_command cmd;
 	u16 nvme_status;		/* SCT/SC of the CQE, 0 on success */
 	bool mapped;			/* data is DMA-mapped */
+	bool aborted;			/* an Abort was sent for it */
+	u8 retries;			/* times a reset requeued it */
+	unsigned long start;		/* jiffies when it was issued */
+	unsigned long fault_due;	/* a delayed completion's release */
+	struct llist_node fault_node;
 	__le64 *prp_list;
 	dma_addr_t prp_list_dma;
 	dma_addr_t range_dma;
@@ -117,6 +154,9 @@ struct ssdq_dev {
 	int instance;
 	unsigned long flags;
 #define SSDQ_DEAD	0		/* controller disabled for good */
+	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
+	struct ssdq_recovery_stats recovery;
+	struct ssdq_fault fault;
 
 	/* What Identify told us. */
 	u32 max_transfer;		/* bytes */
@@ -176,6 +216,8 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev);
 int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted);
 void ssdq_ctrl_teardown(struct ssdq_dev *dev);
 void ssdq_ctrl_shutdown(struct ssdq_dev *dev);
+void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
+int ssdq_ctrl_restart(struct ssdq_dev *dev);
 void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
 int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		    u32 *result);
@@ -196,14 +238,27 @@ void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
 void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
 void ssdq_queue_rqs(struct rq_list *rqlist);
 int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues);
+int ssdq_dbbuf_config(struct ssdq_dev *dev);
 void ssdq_dbbuf_init_queue(struct ssdq_queue *q);
 void ssdq_dbbuf_free(struct ssdq_dev *dev);
 void ssdq_plug_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_plug_attr_group;
 
-/* timeout.c */
+/* recovery.c */
 enum blk_eh_timer_return ssdq_timeout(struct request *req);
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
+bool ssdq_requeue_cancelled(struct ssdq_dev *dev, struct request *req);
+void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_recovery_attr_group;
+
+/* fault.c */
+void ssdq_fault_init(struct ssdq_dev *dev);
+void ssdq_fault_debugfs_init(struct ssdq_dev *dev);
+bool ssdq_fault_drop_irq(struct ssdq_queue *q);
+bool ssdq_fault_drop_completion(struct ssdq_dev *dev);
+bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
+u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
+void ssdq_fault_flush(struct ssdq_dev *dev);
 
 static inline bool ssdq_dead(struct ssdq_dev *dev)
 {

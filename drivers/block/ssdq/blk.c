@@ -208,7 +208,9 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	memset(cmd, 0, sizeof(*cmd));
 	iod->nvme_status = 0;
 	iod->mapped = false;
+	iod->aborted = false;
 	iod->prp_list = NULL;
+	iod->start = jiffies;
 
 	switch (req_op(req)) {
 	case REQ_OP_READ:
@@ -241,6 +243,11 @@ blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 
 	if (unlikely(ssdq_dead(q->dev)))
 		return BLK_STS_IOERR;
+	/* First issue, not a requeue: no retries yet. */
+	if (!(req->rq_flags & RQF_DONTPREP)) {
+		ssdq_iod(req)->retries = 0;
+		req->rq_flags |= RQF_DONTPREP;
+	}
 	sts = ssdq_setup_cmd(q->dev, req);
 	if (sts)
 		return sts;
@@ -301,6 +308,9 @@ static void ssdq_complete_rq(struct request *req)
 	u16 status = ssdq_iod(req)->nvme_status;
 
 	ssdq_unmap_data(dev, req);
+	if (unlikely(status == NVME_SC_HOST_ABORTED_CMD) &&
+	    ssdq_requeue_cancelled(dev, req))
+		return;
 	blk_mq_end_request(req, ssdq_error_status(dev, req, status));
 }
 
@@ -311,22 +321,38 @@ static void ssdq_complete_rq(struct request *req)
  */
 void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
 {
+	struct ssdq_dev *dev = q->dev;
 	u16 cid = READ_ONCE(cqe->command_id);
-	struct request *req = blk_mq_tag_to_rq(q->tags, cid);
+	struct request *req;
 
+	if (unlikely(READ_ONCE(dev->fault.armed)))
+		cid = ssdq_fault_cqe_cid(q, cid);
+	req = blk_mq_tag_to_rq(q->tags, cid);
 	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)) {
-		dev_warn_ratelimited(ssdq_dmadev(q->dev),
+		atomic64_inc(&dev->recovery.bad_cqes);
+		dev_warn_ratelimited(ssdq_dmadev(dev),
 				     "queue %u: completion for id %u, not in flight, ignored\n",
 				     q->qid, cid);
 		return;
 	}
 	ssdq_iod(req)->nvme_status = le16_to_cpu(cqe->status) >> 1;
+	/* The block layer's fail_io_timeout: pretend the CQE never came. */
+	if (blk_should_fake_timeout(req->q))
+		return;
+	if (unlikely(READ_ONCE(dev->fault.armed)) &&
+	    (ssdq_fault_drop_completion(dev) || ssdq_fault_delay(dev, req)))
+		return;
 	blk_mq_complete_request(req);
 }
 
-/* Fail a request the controller will never complete (it is disabled). */
+/*
+ * Take back a request the controller will never complete (it is disabled):
+ * ->complete requeues it, or fails it if the controller is dead.
+ */
 bool ssdq_cancel_rq(struct request *req, void *data)
 {
+	if (blk_mq_request_completed(req))
+		return true;
 	ssdq_iod(req)->nvme_status = NVME_SC_HOST_ABORTED_CMD;
 	blk_mq_complete_request(req);
 	return true;
@@ -368,6 +394,7 @@ static const struct block_device_operations ssdq_fops = {
 /* Each technique's switches, as /sys/block/ssdqN/<technique>/. */
 static const struct attribute_group *ssdq_disk_groups[] = {
 	&ssdq_plug_attr_group,
+	&ssdq_recovery_attr_group,
 	NULL,
 };
 
@@ -377,6 +404,8 @@ static void ssdq_debugfs_init(struct ssdq_dev *dev)
 	dev->debugfs = debugfs_create_dir(dev->disk->disk_name,
 					  ssdq_debugfs_root);
 	ssdq_plug_debugfs_init(dev);
+	ssdq_recovery_debugfs_init(dev);
+	ssdq_fault_debugfs_init(dev);
 }
 
 static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)

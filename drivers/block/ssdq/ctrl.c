@@ -167,6 +167,20 @@ static void ssdq_free_queue_irq(struct ssdq_queue *q)
 	q->irq_requested = false;
 }
 
+/* Describe the admin rings in AQA/ASQ/ACQ and enable the controller. */
+static int ssdq_ctrl_start(struct ssdq_dev *dev)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+	u32 aqa = (aq->depth - 1) | (aq->depth - 1) << 16;
+
+	writel(aqa, dev->bar + NVME_REG_AQA);
+	lo_hi_writeq(aq->sq_dma, dev->bar + NVME_REG_ASQ);
+	lo_hi_writeq(aq->cq_dma, dev->bar + NVME_REG_ACQ);
+	/* From here on the controller may use the rings: teardown disables it. */
+	aq->created = true;
+	return ssdq_ctrl_enable(dev);
+}
+
 /*
  * Bring the controller to life with only the admin queue: disable it,
  * describe the admin rings in AQA/ASQ/ACQ, enable it, and take one interrupt
@@ -175,7 +189,6 @@ static void ssdq_free_queue_irq(struct ssdq_queue *q)
 int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 {
 	struct ssdq_queue *aq = &dev->queues[0];
-	u32 aqa;
 	int ret;
 
 	ret = ssdq_ctrl_disable(dev, false);
@@ -185,11 +198,6 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 	if (ret)
 		return ret;
 
-	aqa = (aq->depth - 1) | (aq->depth - 1) << 16;
-	writel(aqa, dev->bar + NVME_REG_AQA);
-	lo_hi_writeq(aq->sq_dma, dev->bar + NVME_REG_ASQ);
-	lo_hi_writeq(aq->cq_dma, dev->bar + NVME_REG_ACQ);
-
 	ret = pci_alloc_irq_vectors(dev->pdev, 1, 1, PCI_IRQ_ALL_TYPES);
 	if (ret < 0)
 		return ret;
@@ -197,10 +205,7 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 	ret = ssdq_request_queue_irq(aq);
 	if (ret)
 		return ret;
-
-	/* From here on the controller may use the rings: teardown disables it. */
-	aq->created = true;
-	return ssdq_ctrl_enable(dev);
+	return ssdq_ctrl_start(dev);
 }
 
 /*
@@ -537,6 +542,63 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 	for (qid = 0; qid <= dev->nr_io_queues; qid++)
 		ssdq_queue_free(&dev->queues[qid]);
 	ssdq_dbbuf_free(dev);
+}
+
+/*
+ * After a disable the controller has forgotten every queue: start the rings
+ * over. Called with the queues' interrupts off.
+ */
+void ssdq_ctrl_reset_rings(struct ssdq_dev *dev)
+{
+	unsigned int qid;
+
+	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
+		ssdq_queue_reset_rings(&dev->queues[qid]);
+		dev->queues[qid].created = false;
+	}
+}
+
+/*
+ * Bring a reset controller back with the same queues: enable it, hand it
+ * the shadow doorbells again, ask for the same number of queues, re-create
+ * them. blk-mq's view (the tag set) stays as it is.
+ */
+int ssdq_ctrl_restart(struct ssdq_dev *dev)
+{
+	unsigned int nr = dev->nr_io_queues;
+	int ret;
+	u16 qid;
+
+	ret = ssdq_ctrl_start(dev);
+	if (ret)
+		return ret;
+	ret = ssdq_dbbuf_config(dev);
+	if (ret)
+		return ret;
+	ret = ssdq_set_queue_count(dev, &nr);
+	if (ret)
+		return ret;
+	if (nr < dev->nr_io_queues) {
+		dev_err(&dev->pdev->dev,
+			"controller now grants %u I/O queues, had %u\n", nr,
+			dev->nr_io_queues);
+		return -ENODEV;
+	}
+	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		ret = ssdq_create_cq(q);
+		if (!ret)
+			ret = ssdq_create_sq(q);
+		if (ret) {
+			dev_err(&dev->pdev->dev,
+				"re-creating I/O queue %u failed (%d)\n", qid,
+				ret);
+			return ssdq_status_errno(ret);
+		}
+		q->created = true;
+	}
+	return 0;
 }
 
 /* System shutdown: let the controller flush its cache, nothing else. */

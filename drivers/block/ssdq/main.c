@@ -100,7 +100,9 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 		goto free_queues;
 	dev->pdev = pdev;
 	mutex_init(&dev->admin_lock);
+	mutex_init(&dev->recovery_lock);
 	init_completion(&dev->admin_done);
+	ssdq_fault_init(dev);
 	return dev;
 
 free_queues:
@@ -113,6 +115,7 @@ free_dev:
 static void ssdq_free_dev(struct ssdq_dev *dev)
 {
 	ida_free(&ssdq_instance_ida, dev->instance);
+	mutex_destroy(&dev->recovery_lock);
 	mutex_destroy(&dev->admin_lock);
 	kfree(dev->queues);
 	kfree(dev);
@@ -166,6 +169,8 @@ static void ssdq_remove(struct pci_dev *pdev)
 	if (!pci_device_is_present(pdev))
 		ssdq_dev_fail(dev, "device removed");
 	ssdq_blk_remove(dev);
+	/* No request is left, so no delayed completion either. */
+	cancel_delayed_work_sync(&dev->fault.delay_work);
 	ssdq_ctrl_teardown(dev);
 	ssdq_free_dev(dev);
 }

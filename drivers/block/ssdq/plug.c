@@ -194,7 +194,6 @@ void ssdq_dbbuf_free(struct ssdq_dev *dev)
 int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
 {
 	struct device *dmadev = &dev->pdev->dev;
-	struct nvme_command c = { };
 	int ret;
 
 	if (!(dev->oacs & NVME_CTRL_OACS_DBBUF_SUPP))
@@ -209,10 +208,7 @@ int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
 		return -ENOMEM;
 	}
 
-	c.dbbuf.opcode = nvme_admin_dbbuf;
-	c.dbbuf.prp1 = cpu_to_le64(dev->dbbuf_dbs_dma);
-	c.dbbuf.prp2 = cpu_to_le64(dev->dbbuf_eis_dma);
-	ret = ssdq_admin_exec(dev, &c, NULL);
+	ret = ssdq_dbbuf_config(dev);
 	if (ret) {
 		dev_warn(dmadev,
 			 "Doorbell Buffer Config failed (%d), MMIO doorbells only\n",
@@ -223,6 +219,24 @@ int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
 	ssdq_dbbuf_init_queue(&dev->queues[0]);
 	dev->shadow_doorbells = true;
 	return 0;
+}
+
+/*
+ * Send Doorbell Buffer Config with zeroed pages: at probe, and again after
+ * every reset, which makes the controller forget them along with the queues.
+ */
+int ssdq_dbbuf_config(struct ssdq_dev *dev)
+{
+	struct nvme_command c = { };
+
+	if (!dev->dbbuf_dbs)
+		return 0;
+	memset(dev->dbbuf_dbs, 0, dev->dbbuf_len);
+	memset(dev->dbbuf_eis, 0, dev->dbbuf_len);
+	c.dbbuf.opcode = nvme_admin_dbbuf;
+	c.dbbuf.prp1 = cpu_to_le64(dev->dbbuf_dbs_dma);
+	c.dbbuf.prp2 = cpu_to_le64(dev->dbbuf_eis_dma);
+	return ssdq_admin_exec(dev, &c, NULL);
 }
 
 static struct ssdq_dev *ssdq_from_device(struct device *d)

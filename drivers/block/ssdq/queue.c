@@ -148,5 +148,7 @@ irqreturn_t ssdq_irq(int irq, void *data)
 {
 	struct ssdq_queue *q = data;
 
+	if (unlikely(ssdq_fault_drop_irq(q)))
+		return IRQ_HANDLED;
 	return ssdq_cq_reap(q) ? IRQ_HANDLED : IRQ_NONE;
 }
