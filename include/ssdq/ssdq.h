@@ -12,6 +12,8 @@
  *   plug.c  - implicit plugging: batches, doorbells, shadow doorbells
  *   recovery.c - timeouts: lost interrupts, abort, controller reset
  *   fault.c - fault injection in the device-facing layer
+ *   steer.c - completion steering to the submitting CPU
+ *   irq.c   - interrupt mitigation (irq_poll, deferred re-arm), polled queues
  */
 #ifndef _SSDQ_H
 #define _SSDQ_H
@@ -21,6 +23,8 @@
 #include <linux/llist.h>
 #include <linux/workqueue.h>
 #include <linux/dmapool.h>
+#include <linux/hrtimer.h>
+#include <linux/irq_poll.h>
 #include <linux/mutex.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
@@ -33,6 +37,7 @@
 
 #define SSDQ_ADMIN_DEPTH	32
 #define SSDQ_MAX_IO_QUEUES	128
+#define SSDQ_MAX_POLL_QUEUES	128
 #define SSDQ_MIN_QUEUE_DEPTH	2
 #define SSDQ_MAX_QUEUE_DEPTH	1024
 
@@ -49,6 +54,7 @@
 /* Load-time settings, validated once in module init (main.c). */
 struct ssdq_params {
 	unsigned int io_queues;		/* 0: one per possible CPU */
+	unsigned int poll_queues;	/* interrupt-less, HCTX_TYPE_POLL */
 	unsigned int io_queue_depth;
 	unsigned int io_timeout;	/* seconds */
 	unsigned int admin_timeout;	/* seconds */
@@ -61,7 +67,7 @@ extern struct ssdq_params ssdq_params;
 /* plug.c's counters, per queue; see Documentation/plugging.rst. */
 struct ssdq_plug_stats {
 	u64 submitted;		/* commands copied into the SQ */
-	u64 batches;		/* plug lists taken whole by ->queue_rqs */
+	u64 batches;		/* runs of a plug list, one per queue */
 	u64 max_batch;		/* the largest of them */
 	u64 sq_db_updates;	/* new SQ tails published */
 	u64 sq_db_mmio;		/* ... of which by an MMIO write */
@@ -98,6 +104,37 @@ struct ssdq_fault {
 	struct delayed_work delay_work;
 };
 
+/* irq.c's counters, per queue. */
+struct ssdq_irq_stats {
+	u64 interrupts;			/* handler invocations */
+	u64 completions;		/* CQEs reaped by handler or irq_poll */
+	u64 rounds;			/* irq_poll rounds */
+	u64 budget_exhausted;		/* ... that reaped a whole budget */
+	u64 polled;			/* CQEs reaped by ->poll */
+	u64 deferred;			/* rounds run by the re-arm timer */
+};
+
+enum ssdq_irq_mode {
+	SSDQ_IRQ_DIRECT,
+	SSDQ_IRQ_POLL,
+};
+
+enum ssdq_steer_mode {
+	SSDQ_STEER_OFF,
+	SSDQ_STEER_IPI,
+	SSDQ_STEER_BLK,
+};
+
+/* steer.c's per-CPU state: requests steered here, the IPI, counters. */
+struct ssdq_steer_cpu {
+	struct llist_head list;
+	call_single_data_t csd;
+	u64 local;			/* completed on the submitting CPU */
+	u64 remote;			/* completed on another CPU */
+	u64 ipis;			/* IPIs this CPU sent */
+	u64 steered;			/* requests this CPU sent by IPI */
+};
+
 /* One NVMe submission/completion queue pair; qid 0 is the admin queue. */
 struct ssdq_queue {
 	struct ssdq_dev *dev;
@@ -114,12 +151,22 @@ struct ssdq_queue {
 	__le32 *dbbuf_cq_db;
 	__le32 *dbbuf_cq_ei;
 	struct ssdq_plug_stats plug;
+	struct ssdq_irq_stats irq;
+	struct irq_poll iop;		/* irqpoll mode */
+	spinlock_t irq_lock;		/* polling vs. the handler */
+	spinlock_t cq_poll_lock;	/* polled queues: one reaper */
+	struct hrtimer defer_timer;	/* deferred re-arm: next look */
+	bool deferring;			/* ... is armed, vector masked */
+	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
+	bool polling;			/* vector masked, irq_poll reaps */
+	bool polled;			/* no interrupt: HCTX_TYPE_POLL */
 	u16 qid;
 	u16 depth;
 	u16 sq_tail;
 	u16 last_sq_tail;		/* the tail the controller was told */
 	u16 cq_head;
-	u16 vector;
+	u16 vector;			/* MSI-X/MSI index */
+	unsigned int irqnr;		/* its Linux irq number */
 	u8 cq_phase;
 	bool irq_requested;
 	bool created;			/* exists on the controller */
@@ -135,6 +182,7 @@ struct ssdq_iod {
 	unsigned long start;		/* jiffies when it was issued */
 	unsigned long fault_due;	/* a delayed completion's release */
 	struct llist_node fault_node;
+	struct llist_node steer_node;
 	__le64 *prp_list;
 	dma_addr_t prp_list_dma;
 	dma_addr_t range_dma;
@@ -174,8 +222,10 @@ struct ssdq_dev {
 	u16 admin_status;
 	u32 admin_result;
 
-	struct ssdq_queue *queues;	/* [0] admin, [1..nr_io_queues] I/O */
-	unsigned int nr_io_queues;
+	/* [0] admin, [1..] I/O with interrupts, then the polled ones */
+	struct ssdq_queue *queues;
+	unsigned int nr_io_queues;	/* all I/O queues */
+	unsigned int nr_poll_queues;	/* of which polled */
 	unsigned int io_depth;
 
 	/* Plugging (plug.c): runtime switches and the shadow doorbell pages. */
@@ -186,6 +236,13 @@ struct ssdq_dev {
 	dma_addr_t dbbuf_dbs_dma;
 	dma_addr_t dbbuf_eis_dma;
 	size_t dbbuf_len;
+
+	/* Interrupt mitigation (irq.c) and steering (steer.c) switches. */
+	int irq_mode;
+	unsigned int irq_budget;
+	unsigned int irq_defer_us;
+	int steer_mode;
+	struct ssdq_steer_cpu __percpu *steer;
 
 	struct dma_pool *prp_pool;
 	struct blk_mq_tag_set tag_set;
@@ -205,15 +262,39 @@ int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth);
 void ssdq_queue_free(struct ssdq_queue *q);
 void ssdq_queue_reset_rings(struct ssdq_queue *q);
 void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
-int ssdq_cq_reap(struct ssdq_queue *q);
-int ssdq_cq_poll_irqdisable(struct ssdq_queue *q);
+bool ssdq_cq_pending(struct ssdq_queue *q);
+int ssdq_cq_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob);
+int ssdq_cq_reap_exclusive(struct ssdq_queue *q);
+
+static inline unsigned int ssdq_nr_irq_queues(struct ssdq_dev *dev)
+{
+	return dev->nr_io_queues - dev->nr_poll_queues;
+}
+
+/* irq.c */
 irqreturn_t ssdq_irq(int irq, void *data);
+void ssdq_irq_init_queue(struct ssdq_queue *q);
+void ssdq_queue_quiesce_reapers(struct ssdq_queue *q);
+void ssdq_queue_resume_reapers(struct ssdq_queue *q);
+int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob);
+void ssdq_irq_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_irq_attr_group;
+
+/* steer.c */
+int ssdq_steer_init(struct ssdq_dev *dev);
+void ssdq_steer_free(struct ssdq_dev *dev);
+void ssdq_steer_complete(struct ssdq_queue *q, struct request *req);
+void ssdq_steer_flush(struct ssdq_queue *q);
+void ssdq_steer_account(struct ssdq_dev *dev, struct request *req);
+void ssdq_steer_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_steer_attr_group;
 
 /* ctrl.c */
 int ssdq_ctrl_map(struct ssdq_dev *dev);
 int ssdq_ctrl_init_admin(struct ssdq_dev *dev);
 int ssdq_ctrl_identify(struct ssdq_dev *dev);
-int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted);
+int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
+			      unsigned int nr_poll);
 void ssdq_ctrl_teardown(struct ssdq_dev *dev);
 void ssdq_ctrl_shutdown(struct ssdq_dev *dev);
 void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
@@ -226,7 +307,9 @@ int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown);
 /* blk.c */
 int ssdq_blk_init(struct ssdq_dev *dev);
 void ssdq_blk_remove(struct ssdq_dev *dev);
-void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
+void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
+		      struct io_comp_batch *iob);
+void ssdq_complete_rq(struct request *req);
 bool ssdq_cancel_rq(struct request *req, void *data);
 blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req);
 

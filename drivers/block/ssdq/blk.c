@@ -301,14 +301,19 @@ static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
 	}
 }
 
-/* blk-mq's ->complete: runs on the CPU blk-mq chose, after the CQE was seen. */
-static void ssdq_complete_rq(struct request *req)
+/*
+ * The end of every request: blk-mq's ->complete, and what steer.c calls in
+ * place or from its IPI.
+ */
+void ssdq_complete_rq(struct request *req)
 {
 	struct ssdq_dev *dev = req->q->queuedata;
 	u16 status = ssdq_iod(req)->nvme_status;
 
+	ssdq_steer_account(dev, req);
 	ssdq_unmap_data(dev, req);
-	if (unlikely(status == NVME_SC_HOST_ABORTED_CMD) &&
+	if (unlikely(status == NVME_SC_HOST_ABORTED_CMD ||
+		     status == NVME_SC_ABORT_REQ) &&
 	    ssdq_requeue_cancelled(dev, req))
 		return;
 	blk_mq_end_request(req, ssdq_error_status(dev, req, status));
@@ -319,7 +324,22 @@ static void ssdq_complete_rq(struct request *req)
  * the device: one that names no request in flight is reported and dropped,
  * never followed.
  */
-void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
+/* Polled completions end together: one batch per ->poll call. */
+static void ssdq_complete_batch(struct io_comp_batch *iob)
+{
+	struct request *req;
+
+	rq_list_for_each(&iob->req_list, req) {
+		struct ssdq_dev *dev = req->q->queuedata;
+
+		ssdq_steer_account(dev, req);
+		ssdq_unmap_data(dev, req);
+	}
+	blk_mq_end_request_batch(iob);
+}
+
+void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
+		      struct io_comp_batch *iob)
 {
 	struct ssdq_dev *dev = q->dev;
 	u16 cid = READ_ONCE(cqe->command_id);
@@ -342,7 +362,13 @@ void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
 	if (unlikely(READ_ONCE(dev->fault.armed)) &&
 	    (ssdq_fault_drop_completion(dev) || ssdq_fault_delay(dev, req)))
 		return;
-	blk_mq_complete_request(req);
+	if (q->polled) {
+		if (!blk_mq_add_to_batch(req, iob, ssdq_iod(req)->nvme_status,
+					 ssdq_complete_batch))
+			ssdq_complete_rq(req);
+		return;
+	}
+	ssdq_steer_complete(q, req);
 }
 
 /*
@@ -369,12 +395,26 @@ static int ssdq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
 	return 0;
 }
 
-/* Each CPU submits to the queue whose interrupt vector is affine to it. */
+/*
+ * Each CPU submits to the queue whose interrupt vector is affine to it.
+ * Polled queues follow, spread over the CPUs without regard to interrupts.
+ */
 static void ssdq_map_queues(struct blk_mq_tag_set *set)
 {
 	struct ssdq_dev *dev = set->driver_data;
+	struct blk_mq_queue_map *map = &set->map[HCTX_TYPE_DEFAULT];
 
-	blk_mq_pci_map_queues(&set->map[HCTX_TYPE_DEFAULT], dev->pdev, 1);
+	map->nr_queues = ssdq_nr_irq_queues(dev);
+	map->queue_offset = 0;
+	blk_mq_pci_map_queues(map, dev->pdev, 1);
+	if (set->nr_maps <= HCTX_TYPE_POLL)
+		return;
+	/* No separate read queues: reads share the default map. */
+	set->map[HCTX_TYPE_READ].nr_queues = 0;
+	map = &set->map[HCTX_TYPE_POLL];
+	map->nr_queues = dev->nr_poll_queues;
+	map->queue_offset = ssdq_nr_irq_queues(dev);
+	blk_mq_map_queues(map);
 }
 
 static const struct blk_mq_ops ssdq_mq_ops = {
@@ -383,6 +423,7 @@ static const struct blk_mq_ops ssdq_mq_ops = {
 	.commit_rqs	= ssdq_commit_rqs,
 	.complete	= ssdq_complete_rq,
 	.timeout	= ssdq_timeout,
+	.poll		= ssdq_poll,
 	.init_hctx	= ssdq_init_hctx,
 	.map_queues	= ssdq_map_queues,
 };
@@ -395,6 +436,8 @@ static const struct block_device_operations ssdq_fops = {
 static const struct attribute_group *ssdq_disk_groups[] = {
 	&ssdq_plug_attr_group,
 	&ssdq_recovery_attr_group,
+	&ssdq_steer_attr_group,
+	&ssdq_irq_attr_group,
 	NULL,
 };
 
@@ -406,6 +449,8 @@ static void ssdq_debugfs_init(struct ssdq_dev *dev)
 	ssdq_plug_debugfs_init(dev);
 	ssdq_recovery_debugfs_init(dev);
 	ssdq_fault_debugfs_init(dev);
+	ssdq_steer_debugfs_init(dev);
+	ssdq_irq_debugfs_init(dev);
 }
 
 static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
@@ -446,7 +491,8 @@ static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
 
 	set->ops = &ssdq_mq_ops;
 	set->nr_hw_queues = dev->nr_io_queues;
-	set->nr_maps = 1;
+	/* A poll map (and so BLK_FEAT_POLL) only when there are poll queues. */
+	set->nr_maps = dev->nr_poll_queues ? HCTX_MAX_TYPES : 1;
 	/* One SQ slot stays empty: a full ring would look empty. */
 	set->queue_depth = dev->io_depth - 1;
 	set->numa_node = dev_to_node(ssdq_dmadev(dev));
@@ -469,9 +515,12 @@ int ssdq_blk_init(struct ssdq_dev *dev)
 					SSDQ_CTRL_PAGE_SIZE, 0);
 	if (!dev->prp_pool)
 		return -ENOMEM;
-	ret = ssdq_alloc_tag_set(dev);
+	ret = ssdq_steer_init(dev);
 	if (ret)
 		goto destroy_pool;
+	ret = ssdq_alloc_tag_set(dev);
+	if (ret)
+		goto free_steer;
 
 	ssdq_set_limits(dev, &lim);
 	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
@@ -485,17 +534,21 @@ int ssdq_blk_init(struct ssdq_dev *dev)
 	set_capacity(disk, dev->capacity);
 
 	dev->batch_doorbells = true;
+	/* Set before adding: the partition scan's I/O may already time out. */
+	dev->disk = disk;
 	ret = device_add_disk(ssdq_dmadev(dev), disk, ssdq_disk_groups);
 	if (ret)
 		goto put_disk;
-	dev->disk = disk;
 	ssdq_debugfs_init(dev);
 	return 0;
 
 put_disk:
+	dev->disk = NULL;
 	put_disk(disk);
 free_tag_set:
 	blk_mq_free_tag_set(&dev->tag_set);
+free_steer:
+	ssdq_steer_free(dev);
 destroy_pool:
 	dma_pool_destroy(dev->prp_pool);
 	return ret;
@@ -511,5 +564,6 @@ void ssdq_blk_remove(struct ssdq_dev *dev)
 	del_gendisk(dev->disk);
 	put_disk(dev->disk);
 	blk_mq_free_tag_set(&dev->tag_set);
+	ssdq_steer_free(dev);
 	dma_pool_destroy(dev->prp_pool);
 }

@@ -156,6 +156,9 @@ static int ssdq_request_queue_irq(struct ssdq_queue *q)
 	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
 			      "ssdq%dq%u", dev->instance, q->qid);
 	q->irq_requested = !ret;
+	/* pci_irq_vector() may sleep: look it up once, here. */
+	if (!ret)
+		q->irqnr = pci_irq_vector(dev->pdev, q->vector);
 	return ret;
 }
 
@@ -237,7 +240,7 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 
 	if (!wait_for_completion_timeout(&dev->admin_done, timeout)) {
 		/* Perhaps only the interrupt got lost. */
-		ssdq_cq_poll_irqdisable(aq);
+		ssdq_cq_reap_exclusive(aq);
 		if (!try_wait_for_completion(&dev->admin_done)) {
 			dev_err(&dev->pdev->dev,
 				"admin command %#x timed out after %u s\n",
@@ -405,9 +408,12 @@ static int ssdq_create_cq(struct ssdq_queue *q)
 	c.create_cq.prp1 = cpu_to_le64(q->cq_dma);
 	c.create_cq.cqid = cpu_to_le16(q->qid);
 	c.create_cq.qsize = cpu_to_le16(q->depth - 1);
-	c.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG |
-					   NVME_CQ_IRQ_ENABLED);
-	c.create_cq.irq_vector = cpu_to_le16(q->vector);
+	c.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
+	/* A polled queue's CQ raises no interrupt at all. */
+	if (!q->polled) {
+		c.create_cq.cq_flags |= cpu_to_le16(NVME_CQ_IRQ_ENABLED);
+		c.create_cq.irq_vector = cpu_to_le16(q->vector);
+	}
 	return ssdq_admin_exec(q->dev, &c, NULL);
 }
 
@@ -443,10 +449,12 @@ static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
 	ret = ssdq_queue_alloc(dev, qid, dev->io_depth);
 	if (ret)
 		return ret;
-	q->vector = qid;
-	ret = ssdq_request_queue_irq(q);
-	if (ret)
-		return ret;
+	if (!q->polled) {
+		q->vector = qid;
+		ret = ssdq_request_queue_irq(q);
+		if (ret)
+			return ret;
+	}
 	ret = ssdq_create_cq(q);
 	if (ret)
 		goto fail;
@@ -469,11 +477,12 @@ fail:
  * blk-mq later maps each CPU to the queue whose vector is on it. Vector 0
  * stays with the admin queue (pre_vectors), so it is reallocated with them.
  */
-int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
+int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
+			      unsigned int nr_poll)
 {
 	struct irq_affinity affd = { .pre_vectors = 1 };
 	struct ssdq_queue *aq = &dev->queues[0];
-	unsigned int nr = wanted;
+	unsigned int nr = nr_irq + nr_poll;
 	int ret;
 	u16 qid;
 
@@ -481,13 +490,16 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
 	if (ret)
 		return ret;
 	nr = min(nr, ssdq_bar_max_queues(dev) - 1);
-	ret = ssdq_dbbuf_setup(dev, nr + 1);
+	/* Short of queues, interrupt-driven ones come first. */
+	nr_poll = min(nr_poll, nr - 1);
+	nr_irq = min(nr_irq, nr - nr_poll);
+	ret = ssdq_dbbuf_setup(dev, nr_irq + nr_poll + 1);
 	if (ret)
 		return ret;
 
 	ssdq_free_queue_irq(aq);
 	pci_free_irq_vectors(dev->pdev);
-	ret = pci_alloc_irq_vectors_affinity(dev->pdev, 2, nr + 1,
+	ret = pci_alloc_irq_vectors_affinity(dev->pdev, 2, nr_irq + 1,
 					     PCI_IRQ_MSIX | PCI_IRQ_MSI |
 					     PCI_IRQ_AFFINITY, &affd);
 	if (ret < 0) {
@@ -495,7 +507,7 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
 			"needs at least 2 MSI-X/MSI vectors (%d)\n", ret);
 		return ret;
 	}
-	nr = ret - 1;
+	nr_irq = ret - 1;
 	ret = ssdq_request_queue_irq(aq);
 	if (ret)
 		return ret;
@@ -503,14 +515,17 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int wanted)
 	dev->io_depth = min_t(u32, ssdq_params.io_queue_depth,
 			      NVME_CAP_MQES(dev->cap) + 1);
 	dev->nr_io_queues = 0;
-	for (qid = 1; qid <= nr; qid++) {
+	for (qid = 1; qid <= nr_irq + nr_poll; qid++) {
+		dev->queues[qid].polled = qid > nr_irq;
 		ret = ssdq_create_io_queue(dev, qid);
 		dev->nr_io_queues = qid;	/* so teardown sees it */
+		dev->nr_poll_queues = qid > nr_irq ? qid - nr_irq : 0;
 		if (ret)
 			return ret;
 	}
-	dev_info(&dev->pdev->dev, "%u I/O queues of depth %u\n",
-		 dev->nr_io_queues, dev->io_depth);
+	dev_info(&dev->pdev->dev,
+		 "%u I/O queues (%u polled) of depth %u\n",
+		 dev->nr_io_queues, dev->nr_poll_queues, dev->io_depth);
 	return 0;
 }
 
@@ -536,8 +551,16 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 		ssdq_ctrl_disable(dev, true);
 	dev->queues[0].created = false;
 
-	for (qid = 0; qid <= dev->nr_io_queues; qid++)
-		ssdq_free_queue_irq(&dev->queues[qid]);
+	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		/* A deferred re-arm may still be polling: stop it first. */
+		if (q->irq_requested && qid) {
+			irq_poll_disable(&q->iop);
+			hrtimer_cancel(&q->defer_timer);
+		}
+		ssdq_free_queue_irq(q);
+	}
 	pci_free_irq_vectors(dev->pdev);
 	for (qid = 0; qid <= dev->nr_io_queues; qid++)
 		ssdq_queue_free(&dev->queues[qid]);
@@ -574,7 +597,7 @@ int ssdq_ctrl_restart(struct ssdq_dev *dev)
 		return ret;
 	ret = ssdq_dbbuf_config(dev);
 	if (ret)
-		return ret;
+		return ssdq_status_errno(ret);
 	ret = ssdq_set_queue_count(dev, &nr);
 	if (ret)
 		return ret;

@@ -15,6 +15,7 @@
 
 struct ssdq_params ssdq_params = {
 	.io_queues	= 0,
+	.poll_queues	= 0,
 	.io_queue_depth	= SSDQ_MAX_QUEUE_DEPTH,
 	.io_timeout	= 30,
 	.admin_timeout	= 60,
@@ -25,6 +26,9 @@ struct ssdq_params ssdq_params = {
 module_param_named(io_queues, ssdq_params.io_queues, uint, 0444);
 MODULE_PARM_DESC(io_queues,
 		 "I/O queue pairs per controller, 0 = one per CPU (0-128)");
+module_param_named(poll_queues, ssdq_params.poll_queues, uint, 0444);
+MODULE_PARM_DESC(poll_queues,
+		 "interrupt-less polled queue pairs per controller (0-128)");
 module_param_named(io_queue_depth, ssdq_params.io_queue_depth, uint, 0444);
 MODULE_PARM_DESC(io_queue_depth, "entries per I/O queue (2-1024)");
 module_param_named(io_timeout, ssdq_params.io_timeout, uint, 0444);
@@ -45,6 +49,7 @@ struct ssdq_param_range {
 
 static const struct ssdq_param_range ssdq_param_ranges[] = {
 	{ "io_queues", &ssdq_params.io_queues, 0, SSDQ_MAX_IO_QUEUES },
+	{ "poll_queues", &ssdq_params.poll_queues, 0, SSDQ_MAX_POLL_QUEUES },
 	{ "io_queue_depth", &ssdq_params.io_queue_depth,
 	  SSDQ_MIN_QUEUE_DEPTH, SSDQ_MAX_QUEUE_DEPTH },
 	{ "io_timeout", &ssdq_params.io_timeout, 1, 3600 },
@@ -99,6 +104,8 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	if (dev->instance < 0)
 		goto free_queues;
 	dev->pdev = pdev;
+	dev->irq_mode = SSDQ_IRQ_DIRECT;
+	dev->irq_budget = 64;
 	mutex_init(&dev->admin_lock);
 	mutex_init(&dev->recovery_lock);
 	init_completion(&dev->admin_done);
@@ -124,10 +131,11 @@ static void ssdq_free_dev(struct ssdq_dev *dev)
 static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	unsigned int wanted = ssdq_wanted_io_queues();
+	unsigned int polled = min(ssdq_params.poll_queues, num_possible_cpus());
 	struct ssdq_dev *dev;
 	int ret;
 
-	dev = ssdq_alloc_dev(pdev, wanted + 1);
+	dev = ssdq_alloc_dev(pdev, wanted + polled + 1);
 	if (!dev)
 		return -ENOMEM;
 	pci_set_drvdata(pdev, dev);
@@ -141,7 +149,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ctrl_identify(dev);
 	if (ret)
 		goto teardown;
-	ret = ssdq_ctrl_setup_io_queues(dev, wanted);
+	ret = ssdq_ctrl_setup_io_queues(dev, wanted, polled);
 	if (ret)
 		goto teardown;
 	ret = ssdq_blk_init(dev);

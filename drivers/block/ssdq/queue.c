@@ -4,7 +4,6 @@
  * controller, their doorbells and the reaping of completions.
  */
 #include <linux/dma-mapping.h>
-#include <linux/interrupt.h>
 #include <linux/io.h>
 
 #include <ssdq/ssdq.h>
@@ -37,6 +36,9 @@ int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth)
 	q->qid = qid;
 	q->depth = depth;
 	spin_lock_init(&q->sq_lock);
+	ssdq_irq_init_queue(q);
+	if (qid && !zalloc_cpumask_var(&q->steer_pending, GFP_KERNEL))
+		return -ENOMEM;
 
 	q->cqes = dma_alloc_coherent(dmadev, ssdq_cq_bytes(depth), &q->cq_dma,
 				     GFP_KERNEL);
@@ -62,6 +64,8 @@ void ssdq_queue_free(struct ssdq_queue *q)
 
 	if (!q->dev)
 		return;
+	if (q->qid)
+		free_cpumask_var(q->steer_pending);
 	dmadev = &q->dev->pdev->dev;
 	if (q->sq_cmds)
 		dma_free_coherent(dmadev, ssdq_sq_bytes(q->depth), q->sq_cmds,
@@ -73,14 +77,20 @@ void ssdq_queue_free(struct ssdq_queue *q)
 	q->cqes = NULL;
 }
 
-/* A freshly created queue starts empty with the phase bit expected at 1. */
+/*
+ * A freshly created queue starts empty with the phase bit expected at 1.
+ * Interrupt-driven queues are reset with their reapers stopped; the lock
+ * keeps a polled queue's poller out.
+ */
 void ssdq_queue_reset_rings(struct ssdq_queue *q)
 {
+	spin_lock(&q->cq_poll_lock);
 	q->sq_tail = 0;
 	q->last_sq_tail = 0;
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cqes, 0, ssdq_cq_bytes(q->depth));
+	spin_unlock(&q->cq_poll_lock);
 }
 
 /* Caller holds q->sq_lock. */
@@ -91,7 +101,7 @@ void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 		q->sq_tail = 0;
 }
 
-static bool ssdq_cqe_pending(struct ssdq_queue *q)
+bool ssdq_cq_pending(struct ssdq_queue *q)
 {
 	struct nvme_completion *cqe = &q->cqes[q->cq_head];
 
@@ -111,17 +121,17 @@ static void ssdq_cq_advance(struct ssdq_queue *q)
  * got. Callers make sure only one context reaps a queue at a time: its
  * interrupt handler, or a poller with that interrupt disabled.
  */
-int ssdq_cq_reap(struct ssdq_queue *q)
+int ssdq_cq_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
 {
 	int found = 0;
 
-	while (ssdq_cqe_pending(q)) {
+	while (found < budget && ssdq_cq_pending(q)) {
 		struct nvme_completion *cqe = &q->cqes[q->cq_head];
 
 		/* The phase bit was seen; read the rest of the entry after it. */
 		dma_rmb();
 		if (q->qid)
-			ssdq_io_complete(q, cqe);
+			ssdq_io_complete(q, cqe, iob);
 		else
 			ssdq_admin_complete(q, cqe);
 		ssdq_cq_advance(q);
@@ -129,26 +139,24 @@ int ssdq_cq_reap(struct ssdq_queue *q)
 	}
 	if (found)
 		ssdq_cq_ring_doorbell(q);
+	if (q->qid && !cpumask_empty(q->steer_pending))
+		ssdq_steer_flush(q);
 	return found;
 }
 
-/* Reap from process context, excluding the queue's interrupt handler. */
-int ssdq_cq_poll_irqdisable(struct ssdq_queue *q)
+/* Reap from process context, alone: no handler, softirq or poller meanwhile. */
+int ssdq_cq_reap_exclusive(struct ssdq_queue *q)
 {
-	struct pci_dev *pdev = q->dev->pdev;
 	int found;
 
-	disable_irq(pci_irq_vector(pdev, q->vector));
-	found = ssdq_cq_reap(q);
-	enable_irq(pci_irq_vector(pdev, q->vector));
+	if (q->polled) {
+		spin_lock(&q->cq_poll_lock);
+		found = ssdq_cq_reap(q, INT_MAX, NULL);
+		spin_unlock(&q->cq_poll_lock);
+		return found;
+	}
+	ssdq_queue_quiesce_reapers(q);
+	found = ssdq_cq_reap(q, INT_MAX, NULL);
+	ssdq_queue_resume_reapers(q);
 	return found;
-}
-
-irqreturn_t ssdq_irq(int irq, void *data)
-{
-	struct ssdq_queue *q = data;
-
-	if (unlikely(ssdq_fault_drop_irq(q)))
-		return IRQ_HANDLED;
-	return ssdq_cq_reap(q) ? IRQ_HANDLED : IRQ_NONE;
 }

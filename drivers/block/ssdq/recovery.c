@@ -32,18 +32,16 @@
 
 #define SSDQ_MAX_RETRIES	5
 
+/* Start or stop every interrupt-driven reaper: handlers and irq_poll. */
 static void ssdq_set_irqs(struct ssdq_dev *dev, bool on)
 {
 	unsigned int qid;
 
-	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
-		unsigned int irq = pci_irq_vector(dev->pdev,
-						  dev->queues[qid].vector);
-
+	for (qid = 0; qid <= ssdq_nr_irq_queues(dev); qid++) {
 		if (on)
-			enable_irq(irq);
+			ssdq_queue_resume_reapers(&dev->queues[qid]);
 		else
-			disable_irq(irq);
+			ssdq_queue_quiesce_reapers(&dev->queues[qid]);
 	}
 }
 
@@ -57,12 +55,25 @@ static void ssdq_stop(struct ssdq_dev *dev)
 	unsigned int qid;
 
 	blk_mq_quiesce_tagset(&dev->tag_set);
-	/* A controller that will not disable may still DMA: never reuse it. */
-	if (ssdq_ctrl_disable(dev, false))
-		set_bit(SSDQ_DEAD, &dev->flags);
+	/*
+	 * A controller that will not disable may still DMA: never reuse it.
+	 * Its requests are failed below, not requeued.
+	 */
+	if (ssdq_ctrl_disable(dev, false) &&
+	    !test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
+		dev_err(&dev->pdev->dev,
+			"controller does not disable, failing it for good\n");
+		blk_mark_disk_dead(dev->disk);
+	}
 	ssdq_set_irqs(dev, false);
-	for (qid = 1; qid <= dev->nr_io_queues; qid++)
-		ssdq_cq_reap(&dev->queues[qid]);
+	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		if (q->polled)
+			ssdq_cq_reap_exclusive(q);
+		else
+			ssdq_cq_reap(q, INT_MAX, NULL);
+	}
 	ssdq_fault_flush(dev);
 	blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_cancel_rq, dev);
 	blk_mq_tagset_wait_completed_request(&dev->tag_set);
@@ -147,10 +158,11 @@ static int ssdq_abort(struct ssdq_queue *q, struct request *req)
 	return 0;
 }
 
-static void ssdq_note_recovery(struct ssdq_dev *dev, struct request *req)
+/* From the timed-out request's issue to now. */
+static void ssdq_note_recovery(struct ssdq_dev *dev, unsigned long issued)
 {
 	atomic64_set(&dev->recovery.last_recovery_ms,
-		     jiffies_to_msecs(jiffies - ssdq_iod(req)->start));
+		     jiffies_to_msecs(jiffies - issued));
 }
 
 enum blk_eh_timer_return ssdq_timeout(struct request *req)
@@ -159,6 +171,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	struct ssdq_iod *iod = ssdq_iod(req);
 	struct ssdq_dev *dev = q->dev;
 	enum blk_eh_timer_return ret = BLK_EH_DONE;
+	unsigned long issued;
 
 	atomic64_inc(&dev->recovery.timeouts);
 	mutex_lock(&dev->recovery_lock);
@@ -173,12 +186,14 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 		ret = BLK_EH_RESET_TIMER;
 		goto out;
 	}
+	/* Read now: once completed, the request may be reused. */
+	issued = iod->start;
 
 	/* 1. Lost interrupt? */
-	ssdq_cq_poll_irqdisable(q);
+	ssdq_cq_reap_exclusive(q);
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT) {
 		atomic64_inc(&dev->recovery.lost_interrupts);
-		ssdq_note_recovery(dev, req);
+		ssdq_note_recovery(dev, issued);
 		dev_warn_ratelimited(&dev->pdev->dev,
 				     "queue %u: command %d completed without an interrupt\n",
 				     q->qid, req->tag);
@@ -198,7 +213,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 
 	/* 3. Reset: the request is requeued (or failed) by it. */
 	ssdq_reset_locked(dev, "command timeout");
-	ssdq_note_recovery(dev, req);
+	ssdq_note_recovery(dev, issued);
 out:
 	mutex_unlock(&dev->recovery_lock);
 	return ret;
@@ -262,15 +277,14 @@ void ssdq_recovery_debugfs_init(struct ssdq_dev *dev)
 }
 
 /*
- * ->complete for a request the reset took back: run it again unless the
- * controller is dead or it has already been retried too often.
+ * ->complete for a request a reset took back, or the controller aborted:
+ * run it again unless the controller is dead or it was retried too often.
  */
 bool ssdq_requeue_cancelled(struct ssdq_dev *dev, struct request *req)
 {
 	struct ssdq_iod *iod = ssdq_iod(req);
 
-	if (iod->nvme_status != NVME_SC_HOST_ABORTED_CMD || ssdq_dead(dev) ||
-	    iod->retries >= SSDQ_MAX_RETRIES)
+	if (ssdq_dead(dev) || iod->retries >= SSDQ_MAX_RETRIES)
 		return false;
 	iod->retries++;
 	atomic64_inc(&dev->recovery.requeued);

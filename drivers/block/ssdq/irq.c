@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdq interrupt mitigation: iopoll and polled queues.
+ *
+ * An interrupt per completion is what a fast SSD cannot afford. Modes, per
+ * device:
+ *   direct   the hard interrupt handler reaps the CQ
+ *   irqpoll  the handler masks its vector and schedules lib/irq_poll (the
+ *            kernel's blk-iopoll); the softirq reaps up to budget CQEs a
+ *            round and unmasks only once the CQ is empty. With defer_us,
+ *            a round that found completions does not unmask: like NAPI's
+ *            deferred hard-irq re-arm, a timer runs the next round defer_us
+ *            later, so while completions keep coming they take no
+ *            interrupt at all, and the CPU is free for the submitter in
+ *            between. The first round that finds the CQ empty unmasks.
+ * A completion never waits for an interrupt that will not come: the unmask
+ * path looks at the CQ again, and an interrupt that arrived while masked is
+ * replayed by the IRQ core when the vector is unmasked.
+ *
+ * Polled queues (load-time poll_queues=N) have no interrupt at all: they
+ * form blk-mq's HCTX_TYPE_POLL map, and io_uring's IOPOLL (fio --hipri)
+ * reaps them through ->poll, completing in batches (io_comp_batch).
+ *
+ * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us}
+ * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
+ */
+#include <linux/debugfs.h>
+#include <linux/interrupt.h>
+#include <linux/irq_poll.h>
+#include <linux/seq_file.h>
+
+#include <ssdq/ssdq.h>
+
+#define SSDQ_IRQ_MAX_BUDGET	1024
+#define SSDQ_IRQ_MAX_DEFER_US	10000
+
+static const char * const ssdq_irq_mode_names[] = {
+	[SSDQ_IRQ_DIRECT]	= "direct",
+	[SSDQ_IRQ_POLL]		= "irqpoll",
+};
+
+/* Mask the vector and let the softirq reap; the caller holds irq_lock. */
+static void ssdq_irqpoll_start(struct ssdq_queue *q)
+{
+	if (q->polling)
+		return;
+	disable_irq_nosync(q->irqnr);
+	q->polling = true;
+	irq_poll_sched(&q->iop);
+}
+
+irqreturn_t ssdq_irq(int irq, void *data)
+{
+	struct ssdq_queue *q = data;
+	int found;
+
+	if (unlikely(ssdq_fault_drop_irq(q)))
+		return IRQ_HANDLED;
+	q->irq.interrupts++;
+	if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_POLL) {
+		spin_lock(&q->irq_lock);
+		ssdq_irqpoll_start(q);
+		spin_unlock(&q->irq_lock);
+		return IRQ_HANDLED;
+	}
+	found = ssdq_cq_reap(q, INT_MAX, NULL);
+	q->irq.completions += found;
+	return found ? IRQ_HANDLED : IRQ_NONE;
+}
+
+/* The deferred re-arm timer: run the next round, vector still masked. */
+static enum hrtimer_restart ssdq_defer_timer(struct hrtimer *timer)
+{
+	struct ssdq_queue *q = container_of(timer, struct ssdq_queue,
+					    defer_timer);
+
+	q->irq.deferred++;
+	irq_poll_sched(&q->iop);
+	return HRTIMER_NORESTART;
+}
+
+/* Completions keep coming: look again in defer_us rather than unmask. */
+static bool ssdq_irqpoll_defer(struct ssdq_queue *q, int found)
+{
+	unsigned int defer_us = READ_ONCE(q->dev->irq_defer_us);
+
+	q->deferring = defer_us && found;
+	if (!q->deferring)
+		return false;
+	irq_poll_complete(&q->iop);
+	hrtimer_start(&q->defer_timer, ns_to_ktime((u64)defer_us * NSEC_PER_USEC),
+		      HRTIMER_MODE_REL);
+	return true;
+}
+
+static int ssdq_irqpoll(struct irq_poll *iop, int budget)
+{
+	struct ssdq_queue *q = container_of(iop, struct ssdq_queue, iop);
+	unsigned long flags;
+	int found;
+
+	found = ssdq_cq_reap(q, budget, NULL);
+	q->irq.rounds++;
+	q->irq.completions += found;
+	if (found >= budget) {
+		q->irq.budget_exhausted++;
+		return budget;		/* irq_poll keeps us scheduled */
+	}
+	if (ssdq_irqpoll_defer(q, found))
+		return found;
+
+	spin_lock_irqsave(&q->irq_lock, flags);
+	irq_poll_complete(iop);
+	q->polling = false;
+	enable_irq(q->irqnr);
+	/* A CQE that landed after our last look: go round again. */
+	if (ssdq_cq_pending(q))
+		ssdq_irqpoll_start(q);
+	spin_unlock_irqrestore(&q->irq_lock, flags);
+	return found;
+}
+
+void ssdq_irq_init_queue(struct ssdq_queue *q)
+{
+	spin_lock_init(&q->irq_lock);
+	spin_lock_init(&q->cq_poll_lock);
+	if (q->qid && !q->polled) {
+		irq_poll_init(&q->iop, READ_ONCE(q->dev->irq_budget),
+			      ssdq_irqpoll);
+		hrtimer_init(&q->defer_timer, CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL);
+		q->defer_timer.function = ssdq_defer_timer;
+	}
+}
+
+/*
+ * Stop everything that reaps an interrupt-driven queue, so the caller can
+ * reap it (or reset it) alone: the irq_poll softirq, then the interrupt
+ * handler. A queue parked in irqpoll mode had its vector masked by the
+ * handler; that mask is taken over here so enables and disables balance.
+ * (Polled queues have no such reapers; their lock serves instead.)
+ */
+void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
+{
+	if (q->qid) {
+		irq_poll_disable(&q->iop);
+		hrtimer_cancel(&q->defer_timer);
+		q->deferring = false;
+	}
+	disable_irq(q->irqnr);
+	if (q->polling) {
+		q->polling = false;
+		enable_irq(q->irqnr);
+	}
+}
+
+void ssdq_queue_resume_reapers(struct ssdq_queue *q)
+{
+	enable_irq(q->irqnr);
+	if (q->qid)
+		irq_poll_enable(&q->iop);
+}
+
+/* ->poll for the HCTX_TYPE_POLL queues: no interrupt ever comes. */
+int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
+{
+	struct ssdq_queue *q = hctx->driver_data;
+	int found;
+
+	if (!ssdq_cq_pending(q))
+		return 0;
+	spin_lock(&q->cq_poll_lock);
+	found = ssdq_cq_reap(q, INT_MAX, iob);
+	q->irq.polled += found;
+	spin_unlock(&q->cq_poll_lock);
+	return found;
+}
+
+static struct ssdq_dev *ssdq_irq_dev(struct device *d)
+{
+	return dev_to_disk(d)->private_data;
+}
+
+static ssize_t mode_show(struct device *d, struct device_attribute *attr,
+			 char *buf)
+{
+	int mode = READ_ONCE(ssdq_irq_dev(d)->irq_mode), i, len = 0;
+
+	for (i = 0; i < ARRAY_SIZE(ssdq_irq_mode_names); i++)
+		len += sysfs_emit_at(buf, len, i == mode ? "[%s] " : "%s ",
+				     ssdq_irq_mode_names[i]);
+	buf[len - 1] = '\n';
+	return len;
+}
+
+static ssize_t mode_store(struct device *d, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	int mode = sysfs_match_string(ssdq_irq_mode_names, buf);
+
+	if (mode < 0) {
+		dev_err(d, "irq/mode takes direct or irqpoll\n");
+		return -EINVAL;
+	}
+	WRITE_ONCE(ssdq_irq_dev(d)->irq_mode, mode);
+	return count;
+}
+static DEVICE_ATTR_RW(mode);
+
+static ssize_t budget_show(struct device *d, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(ssdq_irq_dev(d)->irq_budget));
+}
+
+static ssize_t budget_store(struct device *d, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	struct ssdq_dev *dev = ssdq_irq_dev(d);
+	unsigned int val, qid;
+
+	if (kstrtouint(buf, 0, &val) || !val || val > SSDQ_IRQ_MAX_BUDGET) {
+		dev_err(d, "irq/budget takes 1-%u\n", SSDQ_IRQ_MAX_BUDGET);
+		return -EINVAL;
+	}
+	WRITE_ONCE(dev->irq_budget, val);
+	/* irq_poll reads the weight afresh each round. */
+	for (qid = 1; qid <= dev->nr_io_queues; qid++)
+		if (!dev->queues[qid].polled)
+			WRITE_ONCE(dev->queues[qid].iop.weight, val);
+	return count;
+}
+static DEVICE_ATTR_RW(budget);
+
+static ssize_t defer_us_show(struct device *d, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(ssdq_irq_dev(d)->irq_defer_us));
+}
+
+static ssize_t defer_us_store(struct device *d, struct device_attribute *attr,
+			      const char *buf, size_t count)
+{
+	unsigned int val;
+
+	if (kstrtouint(buf, 0, &val) || val > SSDQ_IRQ_MAX_DEFER_US) {
+		dev_err(d, "irq/defer_us takes 0-%u\n", SSDQ_IRQ_MAX_DEFER_US);
+		return -EINVAL;
+	}
+	WRITE_ONCE(ssdq_irq_dev(d)->irq_defer_us, val);
+	return count;
+}
+static DEVICE_ATTR_RW(defer_us);
+
+static struct attribute *ssdq_irq_attrs[] = {
+	&dev_attr_mode.attr,
+	&dev_attr_budget.attr,
+	&dev_attr_defer_us.attr,
+	NULL,
+};
+
+const struct attribute_group ssdq_irq_attr_group = {
+	.name	= "irq",
+	.attrs	= ssdq_irq_attrs,
+};
+
+static int ssdq_irq_stats_show(struct seq_file *m, void *unused)
+{
+	struct ssdq_dev *dev = m->private;
+	unsigned int qid;
+
+	seq_puts(m, "qid interrupts completions rounds budget_exhausted polled deferred\n");
+	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
+		const struct ssdq_irq_stats *s = &dev->queues[qid].irq;
+
+		seq_printf(m, "%u %llu %llu %llu %llu %llu %llu\n", qid,
+			   s->interrupts, s->completions, s->rounds,
+			   s->budget_exhausted, s->polled, s->deferred);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ssdq_irq_stats);
+
+void ssdq_irq_debugfs_init(struct ssdq_dev *dev)
+{
+	debugfs_create_file("irq", 0400, dev->debugfs, dev,
+			    &ssdq_irq_stats_fops);
+}

@@ -1,0 +1,123 @@
+#!/bin/bash
+# steering: with one I/O queue for two CPUs, completions land on the wrong
+# CPU unless steered. off: some complete elsewhere; ipi: none do, and one IPI
+# carries several requests; blk (rq_affinity=2): none do either. fio verify
+# passes in every mode, with the mode switched under load, and with a vCPU
+# taken offline and back under load.
+# timeout: 600
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd /tmp
+
+[[ $DUT == ssdq ]] || {
+	ok "steering: ssdq-only switches; nothing to do for $DUT"
+	exit 0
+}
+(($(nproc --all) >= 2)) || fail "needs 2 vCPUs"
+dut_load io_queues=1
+STATS=/sys/kernel/debug/ssdq/$DISK/steering
+MODE=/sys/block/$DISK/steering/mode
+nq=$(find "/sys/block/$DISK/mq" -mindepth 1 -maxdepth 1 | wc -l)
+assert_eq "hardware queues with io_queues=1" "$nq" 1
+
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$STATS"; }
+
+# One reader pinned to each vCPU, QD32, on the single queue.
+pinned_load() { # tag
+	local cpu pids=()
+	for cpu in 0 1; do
+		taskset -c "$cpu" fio --name="$1-$cpu" --filename="$DEV" --direct=1 \
+			--ioengine=io_uring --rw=randread --bs=4k --size=128m \
+			--iodepth=32 --number_ios=6000 --output-format=terse \
+			--output="$T_DIR/$1-$cpu.out" &
+		pids+=($!)
+	done
+	for cpu in 0 1; do
+		wait "${pids[$cpu]}" || fail "fio $1 on CPU $cpu failed"
+	done
+}
+
+# Runs the pinned load in a mode; sets LOCAL REMOTE IPIS REQS (deltas).
+measure() { # mode
+	local l0 r0 i0 q0
+	echo "$1" >"$MODE"
+	l0=$(stat_of local) r0=$(stat_of remote) i0=$(stat_of ipis) q0=$(stat_of ipi_requests)
+	pinned_load "$1"
+	LOCAL=$(($(stat_of local) - l0)) REMOTE=$(($(stat_of remote) - r0))
+	IPIS=$(($(stat_of ipis) - i0)) REQS=$(($(stat_of ipi_requests) - q0))
+	log "$1: local=$LOCAL remote=$REMOTE ipis=$IPIS requests_by_ipi=$REQS"
+	assert_gt "$1: completions counted" "$((LOCAL + REMOTE))" 11999
+}
+
+measure off
+assert_gt "off: completions on another CPU" "$REMOTE" 0
+
+measure ipi
+assert_eq "ipi: completions on another CPU" "$REMOTE" 0
+assert_gt "ipi: IPIs sent" "$IPIS" 0
+((REQS > IPIS)) || fail "ipi: $REQS requests in $IPIS IPIs, want more than one per IPI"
+ok "ipi: $(awk -v r="$REQS" -v i="$IPIS" 'BEGIN { printf "%.1f", r / i }') requests per IPI"
+
+# rq_affinity=2 makes blk-mq steer even between CPUs that share a cache.
+echo 2 >"/sys/block/$DISK/queue/rq_affinity"
+measure blk
+assert_eq "blk (rq_affinity=2): completions on another CPU" "$REMOTE" 0
+echo 1 >"/sys/block/$DISK/queue/rq_affinity"
+
+verify_job() { # tag size [extra fio args]
+	local tag=$1 size=$2
+	shift 2
+	run_fio "$tag" "$size" "$size" --name="$tag" --filename="$DEV" --direct=1 \
+		--ioengine=io_uring --rw=randwrite --bssplit=4k/60:32k/20:256k/20 \
+		--size="$size" --offset="$REG_INTEGRITY_OFF" --offset_increment="$size" \
+		--iodepth=32 --numjobs=2 --verify=crc32c --verify_state_save=0 "$@"
+}
+for m in off ipi blk; do
+	echo "$m" >"$MODE"
+	verify_job "verify-$m" $((8 * MiB))
+done
+
+# Switch the mode under load.
+rm -f "$T_DIR/stop"
+(
+	i=0
+	while [[ ! -e $T_DIR/stop ]]; do
+		for m in off ipi blk; do echo "$m" >"$MODE"; sleep 0.05; done
+		i=$((i + 1))
+	done
+	echo "$i" >"$T_DIR/switches"
+) &
+spid=$!
+verify_job switching $((24 * MiB))
+touch "$T_DIR/stop"
+wait "$spid"
+assert_gt "mode cycles during the verify run" "$(cat "$T_DIR/switches")" 3
+
+# A vCPU goes offline and comes back under load: nothing stranded.
+echo ipi >"$MODE"
+CPU1=/sys/devices/system/cpu/cpu1/online
+[[ -w $CPU1 ]] || fail "cpu1 cannot be taken offline here"
+rm -f "$T_DIR/stop"
+(
+	n=0
+	while [[ ! -e $T_DIR/stop ]]; do
+		echo 0 >"$CPU1"
+		sleep 0.3
+		echo 1 >"$CPU1"
+		sleep 0.3
+		n=$((n + 1))
+	done
+	echo "$n" >"$T_DIR/hotplugs"
+) &
+hpid=$!
+verify_job hotplug $((24 * MiB))
+touch "$T_DIR/stop"
+wait "$hpid"
+[[ $(cat "$CPU1") == 1 ]] || echo 1 >"$CPU1"
+assert_gt "cpu1 offline/online cycles during the verify run" "$(cat "$T_DIR/hotplugs")" 0
+
+kmsg_mark bad
+allow_dmesg 'steering/mode takes off, ipi or blk'
+if echo sideways >"$MODE" 2>/dev/null; then fail "steering/mode accepted 'sideways'"; fi
+assert_eq "dmesg lines for the bad write" "$(dmesg_since bad | grep -c 'steering/mode takes')" 1
+dut_unload

@@ -1,0 +1,136 @@
+#!/bin/bash
+# irq: interrupt mitigation. At a moderate load where direct reaping takes
+# >= 0.3 interrupts per completion, irqpoll with deferred re-arm takes at
+# most half as many, data verified in both; the mode flipped under load
+# loses nothing; polled queues complete fio --hipri I/O with no interrupt.
+# timeout: 600
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd /tmp
+
+[[ $DUT == ssdq ]] || {
+	ok "irq: ssdq-only switches; nothing to do for $DUT"
+	exit 0
+}
+dut_load poll_queues=1
+STATS=/sys/kernel/debug/ssdq/$DISK/irq
+IRQ=/sys/block/$DISK/irq
+assert_eq "queue/io_poll with a poll queue" "$(sysq io_poll)" 1
+# Interrupt-driven queues: every qid but the last (the polled one).
+NQ=$(($(wc -l <"$STATS") - 2))
+poll_qid=$((NQ))
+
+# Sums over the interrupt-driven I/O queues: interrupts completions.
+irq_counts() {
+	awk -v p="$poll_qid" 'NR > 2 && $1 != p { i += $2; c += $3 }
+		END { print i + 0, c + 0 }' "$STATS"
+}
+
+load() { # tag qd [more fio args]
+	local tag=$1 qd=$2
+	shift 2
+	run_fio "$tag" - $((3000 * 4096)) --name="$tag" --filename="$DEV" --direct=1 \
+		--ioengine=io_uring --rw=randread --bs=4k --size=128m --iodepth="$qd" \
+		--numjobs=2 --number_ios=1500 "$@"
+}
+
+# Sets PER (interrupts per completion, x1000) for a mode at a depth.
+measure() { # mode defer_us qd
+	local a b
+	echo "$1" >"$IRQ/mode"
+	echo "$2" >"$IRQ/defer_us"
+	read -ra a <<<"$(irq_counts)"
+	load "$1-$2-qd$3" "$3"
+	read -ra b <<<"$(irq_counts)"
+	local ints=$((b[0] - a[0])) comps=$((b[1] - a[1]))
+	((comps >= 3000)) || fail "$1: only $comps completions counted for 3000 I/Os"
+	PER=$((ints * 1000 / comps))
+	log "$1 defer_us=$2 QD$3 x2: $ints interrupts for $comps completions (0.$(printf %03d $PER) each)"
+}
+
+# Pick the moderate load: the deepest of 4, 2, 1 where direct still takes
+# at least 0.3 interrupts per completion.
+qd=
+for d in 4 2 1; do
+	measure direct 0 "$d"
+	if ((PER >= 300)); then
+		qd=$d
+		break
+	fi
+done
+[[ -n $qd ]] || fail "no depth where direct takes >= 0.3 interrupts per completion"
+direct_per=$PER
+ok "moderate load: QD$qd x 2 jobs, direct takes 0.$(printf %03d "$direct_per") interrupts per completion"
+
+measure irqpoll 300 "$qd"
+((PER * 2 <= direct_per)) ||
+	fail "irqpoll+defer: 0.$(printf %03d $PER) interrupts per completion, direct 0.$(printf %03d "$direct_per") (want at most half)"
+ok "irqpoll with 300 us deferral: 0.$(printf %03d $PER) interrupts per completion (direct 0.$(printf %03d "$direct_per"))"
+
+verify() { # tag [fio args]
+	local tag=$1
+	shift
+	run_fio "$tag" $((8 * MiB)) $((8 * MiB)) --name="$tag" --filename="$DEV" \
+		--direct=1 --ioengine=io_uring --rw=randwrite --bssplit=4k/60:64k/40 \
+		--size=8m --offset="$REG_INTEGRITY_OFF" --iodepth="$qd" \
+		--verify=crc32c --verify_state_save=0 "$@"
+}
+echo direct >"$IRQ/mode"
+verify verify-direct
+echo irqpoll >"$IRQ/mode"
+echo 300 >"$IRQ/defer_us"
+verify verify-irqpoll
+echo 8 >"$IRQ/budget"
+verify verify-irqpoll-budget8 --iodepth=32
+echo 64 >"$IRQ/budget"
+
+# Flip the mode (and deferral) under load.
+rm -f "$T_DIR/stop"
+(
+	i=0
+	while [[ ! -e $T_DIR/stop ]]; do
+		echo irqpoll >"$IRQ/mode"
+		echo $(((i % 3) * 500)) >"$IRQ/defer_us"
+		sleep 0.05
+		echo direct >"$IRQ/mode"
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "$i" >"$T_DIR/flips"
+) &
+fpid=$!
+run_fio flip $((32 * MiB)) $((32 * MiB)) --name=flip --filename="$DEV" --direct=1 \
+	--ioengine=io_uring --rw=randwrite --bssplit=4k/60:16k/20:128k/20 --size=16m \
+	--offset="$REG_INTEGRITY_OFF" --offset_increment=16m --iodepth=16 --numjobs=2 \
+	--verify=crc32c --verify_state_save=0
+touch "$T_DIR/stop"
+wait "$fpid"
+assert_gt "mode flips during the verify run" "$(cat "$T_DIR/flips")" 5
+echo direct >"$IRQ/mode"
+echo 0 >"$IRQ/defer_us"
+
+# Polled queue: fio --hipri, verified; every completion polled, no interrupt.
+poll_row() { awk -v p="$poll_qid" '$1 == p { print $2, $3, $6 }' "$STATS"; }
+read -ra p0 <<<"$(poll_row)"
+run_fio hipri $((8 * MiB)) $((8 * MiB)) --name=hipri --filename="$DEV" --direct=1 \
+	--ioengine=io_uring --hipri --rw=randwrite --bssplit=4k/70:64k/30 --size=8m \
+	--offset="$REG_INTEGRITY_OFF" --iodepth=8 --verify=crc32c --verify_state_save=0
+read -ra p1 <<<"$(poll_row)"
+assert_eq "interrupts on the poll queue" "$((p1[0] - p0[0]))" 0
+assert_eq "irq-path completions on the poll queue" "$((p1[1] - p0[1]))" 0
+hipri_ios=$(jq '[.jobs[] | .write.total_ios + .read.total_ios] | add' "$T_DIR/fio-hipri.json.clean")
+polled=$((p1[2] - p0[2]))
+((polled >= hipri_ios)) || fail "polled completions $polled < fio's $hipri_ios I/Os"
+ok "every one of fio's $hipri_ios --hipri I/Os was completed by polling ($polled polled)"
+if grep -q "${DISK}q$((poll_qid))\$" /proc/interrupts; then
+	fail "the poll queue has an interrupt vector"
+fi
+ok "no interrupt vector for queue $poll_qid"
+
+kmsg_mark bad
+allow_dmesg 'irq/(mode|budget|defer_us) takes'
+for w in "mode:sometimes" "budget:0" "defer_us:99999"; do
+	if echo "${w#*:}" >"$IRQ/${w%%:*}" 2>/dev/null; then fail "irq/${w%%:*} accepted ${w#*:}"; fi
+done
+assert_eq "dmesg lines for 3 bad writes" "$(dmesg_since bad | grep -Ec 'irq/(mode|budget|defer_us) takes')" 3
+dut_unload
