@@ -101,7 +101,7 @@ assert_gt "resets after bad ids" "$(($(rec resets) - r0))" 0
 r0=$(rec resets)
 rm -f "$T_DIR/stop"
 (
-	for i in 1 2 3; do
+	for _ in 1 2 3; do
 		sleep 1
 		echo 1 >"/sys/block/$DISK/recovery/reset"
 	done

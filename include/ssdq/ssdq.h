@@ -157,6 +157,7 @@ struct ssdq_queue {
 	spinlock_t cq_poll_lock;	/* polled queues: one reaper */
 	struct hrtimer defer_timer;	/* deferred re-arm: next look */
 	bool deferring;			/* ... is armed, vector masked */
+	unsigned int defer_empty;	/* empty deferred rounds in a row */
 	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
 	bool polling;			/* vector masked, irq_poll reaps */
 	bool polled;			/* no interrupt: HCTX_TYPE_POLL */
@@ -179,6 +180,7 @@ struct ssdq_iod {
 	bool mapped;			/* data is DMA-mapped */
 	bool aborted;			/* an Abort was sent for it */
 	u8 retries;			/* times a reset requeued it */
+	u8 genctr;			/* bumped per issue, in the command id */
 	unsigned long start;		/* jiffies when it was issued */
 	unsigned long fault_due;	/* a delayed completion's release */
 	struct llist_node fault_node;
@@ -187,6 +189,7 @@ struct ssdq_iod {
 	dma_addr_t prp_list_dma;
 	dma_addr_t range_dma;
 	struct sg_table sgt;
+	unsigned int sg_count;		/* entries handed to dma_map_sg() */
 	struct nvme_dsm_range range;	/* the discard range, DMA'd to device */
 	struct scatterlist inline_sg[SSDQ_INLINE_SGES];
 };
@@ -241,6 +244,7 @@ struct ssdq_dev {
 	int irq_mode;
 	unsigned int irq_budget;
 	unsigned int irq_defer_us;
+	unsigned int irq_defer_rounds;
 	int steer_mode;
 	struct ssdq_steer_cpu __percpu *steer;
 
@@ -255,6 +259,19 @@ extern struct dentry *ssdq_debugfs_root;
 static inline struct ssdq_iod *ssdq_iod(struct request *req)
 {
 	return blk_mq_rq_to_pdu(req);
+}
+
+/*
+ * NVMe command id: the tag (< 4096, queues are at most 1024 deep) and, in
+ * the top 4 bits, a generation bumped on every issue, so that a stale or
+ * corrupt CQE naming a reused tag is recognised instead of followed.
+ */
+#define SSDQ_CID_TAG_BITS	12
+#define SSDQ_CID_TAG_MASK	(BIT(SSDQ_CID_TAG_BITS) - 1)
+
+static inline u16 ssdq_cid(struct request *req)
+{
+	return (ssdq_iod(req)->genctr & 0xf) << SSDQ_CID_TAG_BITS | req->tag;
 }
 
 /* queue.c */

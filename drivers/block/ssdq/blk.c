@@ -148,21 +148,26 @@ static blk_status_t ssdq_map_data(struct ssdq_dev *dev, struct request *req,
 	blk_status_t sts;
 	int ret;
 
+	/*
+	 * The table's orig_nents is what sg_free_table_chained() frees by, so
+	 * it stays as allocated; merging may map fewer entries (sg_count).
+	 */
 	iod->sgt.sgl = iod->inline_sg;
 	if (sg_alloc_table_chained(&iod->sgt, blk_rq_nr_phys_segments(req),
 				   iod->inline_sg, SSDQ_INLINE_SGES))
 		return BLK_STS_RESOURCE;
-	iod->sgt.orig_nents = blk_rq_map_sg(req->q, req, iod->sgt.sgl);
-	if (!iod->sgt.orig_nents) {
+	iod->sg_count = blk_rq_map_sg(req->q, req, iod->sgt.sgl);
+	if (!iod->sg_count) {
 		sts = BLK_STS_IOERR;
 		goto free_sgt;
 	}
-	ret = dma_map_sgtable(ssdq_dmadev(dev), &iod->sgt, rq_dma_dir(req),
-			      DMA_ATTR_NO_WARN);
-	if (ret) {
-		sts = ret == -ENOMEM ? BLK_STS_RESOURCE : BLK_STS_IOERR;
+	ret = dma_map_sg_attrs(ssdq_dmadev(dev), iod->sgt.sgl, iod->sg_count,
+			       rq_dma_dir(req), DMA_ATTR_NO_WARN);
+	if (!ret) {
+		sts = BLK_STS_RESOURCE;
 		goto free_sgt;
 	}
+	iod->sgt.nents = ret;
 	iod->mapped = true;
 	sts = ssdq_setup_prps(dev, req, cmd);
 	if (sts)
@@ -173,7 +178,8 @@ unmap:
 	if (iod->prp_list)
 		dma_pool_free(dev->prp_pool, iod->prp_list, iod->prp_list_dma);
 	iod->prp_list = NULL;
-	dma_unmap_sgtable(ssdq_dmadev(dev), &iod->sgt, rq_dma_dir(req), 0);
+	dma_unmap_sg(ssdq_dmadev(dev), iod->sgt.sgl, iod->sg_count,
+		     rq_dma_dir(req));
 	iod->mapped = false;
 free_sgt:
 	sg_free_table_chained(&iod->sgt, SSDQ_INLINE_SGES);
@@ -194,7 +200,8 @@ static void ssdq_unmap_data(struct ssdq_dev *dev, struct request *req)
 	if (iod->prp_list)
 		dma_pool_free(dev->prp_pool, iod->prp_list, iod->prp_list_dma);
 	iod->prp_list = NULL;
-	dma_unmap_sgtable(ssdq_dmadev(dev), &iod->sgt, rq_dma_dir(req), 0);
+	dma_unmap_sg(ssdq_dmadev(dev), iod->sgt.sgl, iod->sg_count,
+		     rq_dma_dir(req));
 	sg_free_table_chained(&iod->sgt, SSDQ_INLINE_SGES);
 	iod->mapped = false;
 }
@@ -231,8 +238,8 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	default:
 		return BLK_STS_NOTSUPP;
 	}
-	/* The tag is unique on this queue: it is the NVMe command id. */
-	cmd->common.command_id = req->tag;
+	iod->genctr++;
+	cmd->common.command_id = ssdq_cid(req);
 	return sts;
 }
 
@@ -347,8 +354,9 @@ void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 
 	if (unlikely(READ_ONCE(dev->fault.armed)))
 		cid = ssdq_fault_cqe_cid(q, cid);
-	req = blk_mq_tag_to_rq(q->tags, cid);
-	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)) {
+	req = blk_mq_tag_to_rq(q->tags, cid & SSDQ_CID_TAG_MASK);
+	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT ||
+		     ssdq_cid(req) != cid)) {
 		atomic64_inc(&dev->recovery.bad_cqes);
 		dev_warn_ratelimited(ssdq_dmadev(dev),
 				     "queue %u: completion for id %u, not in flight, ignored\n",

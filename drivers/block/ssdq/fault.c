@@ -11,7 +11,7 @@
  *   delay_completions hold the next N completions back by delay_ms
  *   delay_ms          how long (0-60000)
  *   bad_cids          make the next N CQEs name a command id that is out of
- *                     range or not in flight (alternately)
+ *                     range or of a stale generation (alternately)
  * Counters: fault/injected, one line per kind, of what was really done.
  *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
@@ -50,22 +50,6 @@ bool ssdq_fault_drop_completion(struct ssdq_dev *dev)
 	return true;
 }
 
-/* A tag of this queue that names no request in flight, or U16_MAX. */
-static u16 ssdq_idle_tag(struct ssdq_queue *q, u16 cid)
-{
-	unsigned int depth = q->dev->tag_set.queue_depth;
-	unsigned int i;
-
-	for (i = 1; i < depth; i++) {
-		u16 tag = (cid + i) % depth;
-		struct request *req = blk_mq_tag_to_rq(q->tags, tag);
-
-		if (!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
-			return tag;
-	}
-	return U16_MAX;
-}
-
 /* The command id the driver will believe this CQE carries. */
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid)
 {
@@ -75,7 +59,8 @@ u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid)
 	if (!ssdq_fault_take(q->dev, &f->bad_cids))
 		return cid;
 	n = atomic64_inc_return(&f->bad_cids_sent);
-	return n & 1 ? U16_MAX : ssdq_idle_tag(q, cid);
+	/* Out of range, or its own tag with a stale generation. */
+	return n & 1 ? U16_MAX : cid ^ BIT(SSDQ_CID_TAG_BITS);
 }
 
 /* Hold a completion back; the request stays in flight meanwhile. */

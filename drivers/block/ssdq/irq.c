@@ -12,7 +12,8 @@
  *            deferred hard-irq re-arm, a timer runs the next round defer_us
  *            later, so while completions keep coming they take no
  *            interrupt at all, and the CPU is free for the submitter in
- *            between. The first round that finds the CQ empty unmasks.
+ *            between. After defer_rounds deferred rounds in a row find the
+ *            CQ empty, the vector is unmasked.
  * A completion never waits for an interrupt that will not come: the unmask
  * path looks at the CQ again, and an interrupt that arrived while masked is
  * replayed by the IRQ core when the vector is unmasked.
@@ -21,7 +22,7 @@
  * form blk-mq's HCTX_TYPE_POLL map, and io_uring's IOPOLL (fio --hipri)
  * reaps them through ->poll, completing in batches (io_comp_batch).
  *
- * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us}
+ * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us,defer_rounds}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
  */
 #include <linux/debugfs.h>
@@ -33,6 +34,7 @@
 
 #define SSDQ_IRQ_MAX_BUDGET	1024
 #define SSDQ_IRQ_MAX_DEFER_US	10000
+#define SSDQ_IRQ_MAX_DEFER_ROUNDS	100
 
 static const char * const ssdq_irq_mode_names[] = {
 	[SSDQ_IRQ_DIRECT]	= "direct",
@@ -79,12 +81,20 @@ static enum hrtimer_restart ssdq_defer_timer(struct hrtimer *timer)
 	return HRTIMER_NORESTART;
 }
 
-/* Completions keep coming: look again in defer_us rather than unmask. */
+/*
+ * Completions keep coming: look again in defer_us rather than unmask, until
+ * defer_rounds deferred looks in a row found nothing.
+ */
 static bool ssdq_irqpoll_defer(struct ssdq_queue *q, int found)
 {
 	unsigned int defer_us = READ_ONCE(q->dev->irq_defer_us);
 
-	q->deferring = defer_us && found;
+	if (found || !q->deferring)
+		q->defer_empty = 0;
+	else
+		q->defer_empty++;
+	q->deferring = defer_us && (found || q->deferring) &&
+		       q->defer_empty < READ_ONCE(q->dev->irq_defer_rounds);
 	if (!q->deferring)
 		return false;
 	irq_poll_complete(&q->iop);
@@ -253,10 +263,35 @@ static ssize_t defer_us_store(struct device *d, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RW(defer_us);
 
+static ssize_t defer_rounds_show(struct device *d,
+				 struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(ssdq_irq_dev(d)->irq_defer_rounds));
+}
+
+static ssize_t defer_rounds_store(struct device *d,
+				  struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	unsigned int val;
+
+	if (kstrtouint(buf, 0, &val) || !val ||
+	    val > SSDQ_IRQ_MAX_DEFER_ROUNDS) {
+		dev_err(d, "irq/defer_rounds takes 1-%u\n",
+			SSDQ_IRQ_MAX_DEFER_ROUNDS);
+		return -EINVAL;
+	}
+	WRITE_ONCE(ssdq_irq_dev(d)->irq_defer_rounds, val);
+	return count;
+}
+static DEVICE_ATTR_RW(defer_rounds);
+
 static struct attribute *ssdq_irq_attrs[] = {
 	&dev_attr_mode.attr,
 	&dev_attr_budget.attr,
 	&dev_attr_defer_us.attr,
+	&dev_attr_defer_rounds.attr,
 	NULL,
 };
 

@@ -106,6 +106,7 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	dev->pdev = pdev;
 	dev->irq_mode = SSDQ_IRQ_DIRECT;
 	dev->irq_budget = 64;
+	dev->irq_defer_rounds = 2;
 	mutex_init(&dev->admin_lock);
 	mutex_init(&dev->recovery_lock);
 	init_completion(&dev->admin_done);

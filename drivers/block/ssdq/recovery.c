@@ -145,7 +145,7 @@ static int ssdq_abort(struct ssdq_queue *q, struct request *req)
 
 	c.abort.opcode = nvme_admin_abort_cmd;
 	c.abort.sqid = cpu_to_le16(q->qid);
-	c.abort.cid = req->tag;
+	c.abort.cid = ssdq_cid(req);
 	atomic64_inc(&dev->recovery.aborts);
 	ret = ssdq_admin_exec(dev, &c, &result);
 	if (ret)

@@ -1,0 +1,45 @@
+# ssdq: build, lint and test entry points. kbuild reads ./Kbuild for the
+# module itself; this file is only what `make` in the repo runs.
+#
+#   make / make module   build ./ssdq.ko against the Debian 6.12 headers
+#   make run             deps, build, boot the VM, short fio on /dev/ssdq0
+#   make check           deps, build, lint, whole test suite in the VM
+#   make lint            checkpatch --strict, sparse, W=1; shellcheck of the harness
+#   make deps            install missing Debian packages (root)
+#   make clean
+#
+# KDIR defaults to the newest /lib/modules/6.12*-amd64/build that has a
+# matching /boot/vmlinuz; override with make KDIR=... . DUT=nvme runs the
+# tests against the kernel's nvme driver instead (proves the tests).
+
+KDIR ?= $(shell bash -c '. scripts/common.sh && ssdq_kdir' 2>/dev/null)
+DUT ?= ssdq
+export DUT
+
+.PHONY: all module deps lint run check clean
+
+all: module
+
+module:
+	@test -n "$(KDIR)" -a -d "$(KDIR)" || \
+		{ echo "no 6.12 kernel headers found (KDIR='$(KDIR)'); run: make deps" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+deps:
+	@scripts/deps.sh
+
+# KDIR is a lazily expanded variable, so in recipes that run after deps it
+# sees headers deps may just have installed; module runs in a sub-make.
+lint: deps
+	@KDIR=$(KDIR) scripts/lint.sh; rc=$$?; scripts/shellcheck.sh || rc=1; exit $$rc
+
+run: deps
+	@$(MAKE) --no-print-directory module
+	@scripts/run.sh
+
+check: deps
+	@KDIR=$(KDIR) scripts/check.sh
+
+clean:
+	@if [ -n "$(KDIR)" ] && [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
+	rm -rf build

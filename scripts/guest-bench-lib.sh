@@ -1,0 +1,420 @@
+# shellcheck shell=bash
+# Guest-side helpers for `make bench` (sourced by guest-bench-suite.sh):
+# binding the two controllers, counter snapshots, one measured fio run.
+#
+# Everything a run measures is written as one JSON line to $B_OUT/runs.jsonl;
+# the host (scripts/bench-report.sh) turns those into tables and charts.
+# These helpers never judge a number: they only record it.
+
+PCI_SSDQ=0000:00:04.0 # serial ssdq0: ssdq (or nvme, for the A/A check)
+PCI_NVME=0000:00:05.0 # serial nvmeref: always the kernel's nvme
+NOBODY=ssdq-bench-none # a driver_override no driver matches: keep unbound
+
+B_OUT=${SSDQ_OUT:?SSDQ_OUT not set: run through scripts/bench.sh}
+B_KO=${SSDQ_BENCH_KO:-$SSDQ_REPO/ssdq.ko}
+B_TRACE=${SSDQ_QEMU_TRACE:-}
+SSDQ_DISK=
+NVME_DISK=
+RUN_SEQ=0  # runs started
+RUN_DONE=0 # runs finished (progress lines)
+RUN_TOTAL=0 # runs planned so far (grows as sections plan theirs)
+
+bdie() {
+	echo "bench: FATAL: $*" | tee -a "$B_OUT/progress.log" >&2
+	exit 1
+}
+
+# One line on the console and in progress.log (the host tails that file).
+progress() {
+	local line ts
+	printf -v ts '%(%H:%M:%S)T' -1
+	line="[$ts +${SECONDS}s] $*"
+	echo "$line" >>"$B_OUT/progress.log"
+	echo "$line"
+}
+
+# Poll CMD until it succeeds or SECS pass (never a blind sleep).
+wait_until() { # secs cmd...
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.1
+	done
+}
+
+# ------------------------------------------------------------- binding
+
+disk_of_pci() { # pci -> disk name
+	local b
+	for b in /sys/block/*; do
+		[[ -e $b ]] || continue
+		case $(readlink -f "$b") in
+		*/"$1"/*) echo "${b##*/}"; return 0 ;;
+		esac
+	done
+	return 1
+}
+
+set_override() { # pci driver
+	echo "$2" >"/sys/bus/pci/devices/$1/driver_override"
+}
+
+bound_driver() { # pci -> driver name or nothing
+	local l=/sys/bus/pci/devices/$1/driver
+	[[ -e $l ]] && basename "$(readlink -f "$l")"
+	return 0
+}
+
+# Bind PCI to DRIVER (module already loaded) and wait for its disk.
+bind_pci() { # pci driver
+	set_override "$1" "$2"
+	echo "$1" >/sys/bus/pci/drivers_probe
+	wait_until 60 disk_of_pci "$1" >/dev/null || bdie "no disk under $1 after binding $2"
+	udev_settle_disk "$(disk_of_pci "$1")"
+}
+
+unbind_pci() { # pci
+	local drv d
+	drv=$(bound_driver "$1")
+	[[ -n $drv ]] || return 0
+	d=$(disk_of_pci "$1" || true)
+	echo "$1" >"/sys/bus/pci/drivers/$drv/unbind"
+	set_override "$1" "$NOBODY"
+	[[ -z $d ]] || wait_until 30 test ! -e "/sys/block/$d" || bdie "/sys/block/$d stayed after unbinding $1"
+}
+
+# No udev here: the node appears through devtmpfs; wait for it.
+udev_settle_disk() { # disk
+	wait_until 10 test -b "/dev/$1" || bdie "/dev/$1 did not appear"
+}
+
+module_loaded() { [[ -d /sys/module/$1 ]]; }
+
+# The module's parameter names, read once (modinfo reads the whole .ko).
+KO_PARAMS=
+ssdq_has_param() { # name
+	[[ -n $KO_PARAMS ]] || KO_PARAMS=" $(modinfo -F parm "$B_KO" 2>/dev/null | cut -d: -f1 | tr '\n' ' ') "
+	[[ $KO_PARAMS == *" $1 "* ]]
+}
+
+# (Re)load ssdq with PARAMS, bound to its controller; sets SSDQ_DISK.
+load_ssdq() { # params...
+	unload_ssdq
+	set_override "$PCI_SSDQ" ssdq
+	insmod "$B_KO" "$@" || bdie "insmod ssdq.ko $* failed"
+	wait_until 60 disk_of_pci "$PCI_SSDQ" >/dev/null || bdie "ssdq made no disk ($*)"
+	SSDQ_DISK=$(disk_of_pci "$PCI_SSDQ")
+	udev_settle_disk "$SSDQ_DISK"
+	register_side ssdq "$PCI_SSDQ"
+}
+
+unload_ssdq() {
+	module_loaded ssdq || return 0
+	rmmod ssdq || bdie "rmmod ssdq failed"
+	wait_until 30 test ! -e /sys/module/ssdq || bdie "ssdq module stayed"
+	SSDQ_DISK=
+}
+
+# (Re)load nvme with PARAMS, bound to the reference controller only.
+load_nvme() { # params...
+	unload_nvme
+	set_override "$PCI_NVME" nvme
+	[[ $(bound_driver "$PCI_SSDQ") == ssdq ]] || set_override "$PCI_SSDQ" "$NOBODY"
+	modprobe nvme "$@" || bdie "modprobe nvme $* failed"
+	wait_until 60 disk_of_pci "$PCI_NVME" >/dev/null || bdie "nvme made no disk ($*)"
+	NVME_DISK=$(disk_of_pci "$PCI_NVME")
+	udev_settle_disk "$NVME_DISK"
+	register_side nvme "$PCI_NVME"
+}
+
+unload_nvme() {
+	module_loaded nvme || return 0
+	modprobe -r nvme || bdie "modprobe -r nvme failed"
+	wait_until 30 test ! -e /sys/module/nvme || bdie "nvme module stayed"
+	NVME_DISK=
+}
+
+# ------------------------------------------------------------ switches
+
+# ssdq's runtime switches, by path under /sys/block/<disk>/.
+knob_path() { echo "/sys/block/$SSDQ_DISK/$1"; }
+knob_present() { [[ -e $(knob_path "$1") ]]; }
+knob_get() { # rel -> first line of the file
+	local v
+	read -r v <"$(knob_path "$1")"
+	echo "$v"
+}
+knob_set() { # rel value
+	echo "$2" >"$(knob_path "$1")" || bdie "writing '$2' to $(knob_path "$1") failed"
+}
+
+# Apply "rel=value rel=value" settings.
+knobs_apply() { # "settings"
+	local kv
+	for kv in $1; do
+		knob_set "${kv%%=*}" "${kv#*=}"
+	done
+}
+
+# ------------------------------------------------------------ counters
+
+# Every program started in this guest costs ~0.15-0.3 s under TCG (its
+# libraries come over 9p; fio alone takes over a second to start), so
+# everything around a run is bash builtins: read, mapfile, [[ =~ ]]. Only the
+# trace size needs a program (stat). fio's JSON is parsed on the host.
+
+# shellcheck disable=SC2034 # SNAP_* are filled through namerefs
+declare -A DISK_OF=() IRQS_OF=() SNAP_A=() SNAP_B=()
+
+# Remember a side's disk and its MSI-X interrupt numbers (after a bind).
+register_side() { # side pci
+	local f irqs=
+	DISK_OF[$1]=$(disk_of_pci "$2") || bdie "no disk under $2 for $1"
+	for f in "/sys/bus/pci/devices/$2/msi_irqs"/*; do
+		[[ -e $f ]] && irqs+="${f##*/} "
+	done
+	IRQS_OF[$1]=$irqs
+}
+
+# Snapshot every counter a run is judged by into the associative array
+# named by $2. SIDE picks the device.
+snapshot() { # side array-name
+	local -n _s=$2
+	local side=$1 disk=${DISK_OF[$1]:?no disk registered for $1}
+	local u n sy id io hi si st r w k c sum=0 cal=0 ncol
+	local -a f
+	_s=()
+	# Whole-guest CPU ticks (USER_HZ) from the first line of /proc/stat.
+	read -r _ u n sy id io hi si st _ </proc/stat
+	_s["cpu_user"]=$u _s["cpu_nice"]=$n _s["cpu_system"]=$sy _s["cpu_idle"]=$id
+	_s["cpu_iowait"]=$io _s["cpu_irq"]=$hi _s["cpu_softirq"]=$si _s["cpu_steal"]=$st
+	# Completed I/Os (diskstats fields 1 and 5): the per-I/O divisor, over
+	# exactly this window (fio's own count leaves out its ramp time).
+	read -r r _ _ _ w _ <"/sys/block/$disk/stat"
+	_s["ios_read"]=$r _s["ios_write"]=$w
+	# Interrupts on the device's I/O vectors (names end q1, q2..; q0 is
+	# the admin queue), all CPUs; and function-call IPIs (CAL).
+	{
+		read -r -a f
+		ncol=${#f[@]}
+		while read -r -a f; do
+			k=${f[0]%:}
+			if [[ " ${IRQS_OF[$side]} " == *" $k "* && ${f[-1]} != *q0 ]]; then
+				for ((c = 1; c <= ncol; c++)); do sum=$((sum + f[c])); done
+			elif [[ $k == CAL ]]; then
+				for ((c = 1; c <= ncol; c++)); do cal=$((cal + f[c])); done
+			fi
+		done
+	} </proc/interrupts
+	_s["irqs"]=$sum _s["ipi_cal"]=$cal
+	# Where the host will count QEMU's doorbell and MSI-X events.
+	if [[ -n $B_TRACE && -e $B_TRACE ]]; then
+		_s["trace_off"]=$(stat -c %s "$B_TRACE")
+	fi
+	if [[ $side == ssdq ]] && module_loaded ssdq; then
+		ssdq_counters "$2" "$disk"
+	fi
+}
+
+# ssdq's own debugfs counters, summed over the I/O queues (qid > 0); the
+# header line names the columns.
+ssdq_counters() { # array-name disk
+	local -n _c=$1
+	local d=/sys/kernel/debug/ssdq/$2 file c key val
+	local -a h v
+	for file in plugging irq; do
+		[[ -r $d/$file ]] || continue
+		{
+			read -r -a h
+			while read -r -a v; do
+				[[ ${v[0]} =~ ^[0-9]+$ ]] && ((v[0] > 0)) || continue
+				for ((c = 1; c < ${#h[@]}; c++)); do
+					_c["${file}_${h[c]}"]=$((${_c["${file}_${h[c]}"]:-0} + ${v[c]:-0}))
+				done
+			done
+		} <"$d/$file"
+	done
+	if [[ -r $d/steering ]]; then
+		while read -r key val; do
+			[[ $val =~ ^[0-9]+$ ]] && _c["steering_$key"]=$val
+		done <"$d/steering"
+	fi
+	return 0
+}
+
+# Deltas of two snapshots as a JSON object; trace offsets kept as a range.
+snapshot_delta() { # before-array after-array
+	local -n _a=$1 _b=$2
+	local k out='' sep='' x y
+	for k in "${!_b[@]}"; do
+		[[ $k == trace_off ]] && continue
+		x=${_b[$k]} y=${_a[$k]:-0}
+		out+="$sep\"$k\":$((x - y))"
+		sep=,
+	done
+	if [[ -n ${_b[trace_off]:-} && -n ${_a[trace_off]:-} ]]; then
+		out+="$sep\"trace_start\":${_a[trace_off]},\"trace_end\":${_b[trace_off]}"
+	fi
+	echo "{$out}"
+}
+
+# ------------------------------------------------------------ fio
+
+# Fio options every measured job shares: io_uring, O_DIRECT, the
+# preconditioned region, time based, latency percentiles of the whole
+# submit-to-complete time. Same seed on both sides (randrepeat default):
+# both controllers see the same offsets. Batching options are per job.
+FIO_COMMON=()
+fio_common() { # runtime_s ramp_ms
+	FIO_COMMON=(--ioengine=io_uring --direct=1 --size="$B_SIZE" --norandommap
+		--time_based --runtime="$1" --ramp_time="${2}ms" --group_reporting=1
+		--lat_percentiles=1 --percentile_list=50:99:99.9 --output-format=json)
+}
+
+# A sleep that starts no program: read with a timeout on a pipe that never
+# delivers.
+SLEEP_FD=
+bsleep() { # secs (fractions allowed)
+	[[ -n $SLEEP_FD ]] || exec {SLEEP_FD}<> <(:)
+	read -r -t "$1" -u "$SLEEP_FD" _ || true
+}
+
+# Reads + writes completed so far on DISK, into IOS (no subshell: even a
+# fork is slow under TCG).
+IOS=0
+disk_ios() { # disk
+	local r w
+	read -r r _ _ _ w _ <"/sys/block/$1/stat"
+	IOS=$((r + w))
+}
+
+# Wait (up to 60 s) until DISK completes I/O beyond BASE or PID exits: fio
+# takes a second or more to start under TCG, and that must not be counted.
+wait_io_start() { # disk base pid
+	local end=$((SECONDS + 60))
+	disk_ios "$1"
+	while ((IOS == $2)); do
+		kill -0 "$3" 2>/dev/null || return 1
+		((SECONDS < end)) || return 1
+		bsleep 0.05
+		disk_ios "$1"
+	done
+}
+
+# One measured run. fio runs in the background; the counters are sampled
+# inside its steady state: from the end of its ramp time (counted from the
+# first completed I/O) to shortly before its runtime ends. So fio's start-up
+# (over a second of CPU under TCG), ramp and teardown are in no per-I/O
+# figure, and the window matches the one fio reports IOPS/latency for.
+# Never fatal: a failed run is recorded with its status and the bench goes
+# on. Args: section job side variant qd round runtime_s ramp_ms fio-args...
+measure_run() {
+	local section=$1 job=$2 side=$3 variant=$4 qd=$5 round=$6 rt=$7 ramp=$8
+	shift 8
+	local disk=${DISK_OF[$side]:?no disk registered for $side} tag rc=0 delta what
+	local pid base t0 t1 tl ti te margin_ms sampled=0 secs
+	RUN_SEQ=$((RUN_SEQ + 1))
+	printf -v tag '%03d-%s-%s-%s-%s-qd%s-r%s' "$RUN_SEQ" "$section" "$job" "$side" "$variant" "$qd" "$round"
+	local json=$B_OUT/fio/$tag.json err=$B_OUT/fio/$tag.err
+	fio_common "$rt" "$ramp"
+	# Stop sampling a tenth of the runtime (at least 200 ms) before the end.
+	margin_ms=$((rt * 100 > 200 ? rt * 100 : 200))
+	disk_ios "$disk"
+	base=$IOS
+	tl=${EPOCHREALTIME/./}
+	timeout -k 10 $((rt + ramp / 1000 + 60)) fio --name="$job" --filename="/dev/$disk" \
+		"${FIO_COMMON[@]}" "$@" --output="$json" >/dev/null 2>"$err" &
+	pid=$!
+	if wait_io_start "$disk" "$base" "$pid"; then
+		ti=${EPOCHREALTIME/./}
+		printf -v secs '%d.%03d' $((ramp / 1000)) $((ramp % 1000))
+		bsleep "$secs"
+		t0=${EPOCHREALTIME/./}
+		snapshot "$side" SNAP_A
+		printf -v secs '%d.%03d' $(((rt * 1000 - margin_ms) / 1000)) $(((rt * 1000 - margin_ms) % 1000))
+		bsleep "$secs"
+		snapshot "$side" SNAP_B
+		t1=${EPOCHREALTIME/./}
+		sampled=1
+	fi
+	wait "$pid" || rc=$?
+	te=${EPOCHREALTIME/./}
+	((sampled)) || { ((rc != 0)) || rc=98; }
+	if ((sampled)); then
+		# Timings (us from launch): fio's start-up under TCG is part of
+		# why a run takes longer than its runtime.
+		delta=$(snapshot_delta SNAP_A SNAP_B)
+		delta="${delta%\}},\"window_us\":$((t1 - t0)),\"first_io_us\":$((ti - tl)),\"fio_exit_us\":$((te - tl))}"
+	else
+		delta='{}'
+	fi
+	printf '{"seq":%d,"section":"%s","job":"%s","side":"%s","variant":"%s","qd":%d,"round":%d,"disk":"%s","rc":%d,"tag":"%s","fio_args":"%s","counters":%s}\n' \
+		"$RUN_SEQ" "$section" "$job" "$side" "$variant" "$qd" "$round" "$disk" "$rc" "$tag" "$*" "$delta" \
+		>>"$B_OUT/runs.jsonl"
+	RUN_DONE=$((RUN_DONE + 1))
+	if ((rc == 0 && sampled)); then
+		# I/Os the disk completed in the sampled window (fio's own
+		# figures are read on the host).
+		local n=$((SNAP_B[ios_read] + SNAP_B[ios_write] - SNAP_A[ios_read] - SNAP_A[ios_write]))
+		what="$((n * 1000000 / (t1 - t0 > 0 ? t1 - t0 : 1))) IOPS"
+	else
+		local -a e=()
+		[[ -s $err ]] && mapfile -t -n 2 e <"$err"
+		what="FAILED (status $rc): ${e[*]:-no message}"
+	fi
+	progress "$(printf '[%3d/%d] %-6s %-14s %-5s %-17s qd%-2s r%s: %s' \
+		"$RUN_DONE" "$RUN_TOTAL" "$section" "$job" "$side" "$variant" "$qd" "$round" "$what")"
+}
+
+# ------------------------------------------------------------ memory
+
+# Kernel memory state after dropping clean caches, as one JSON object (kB).
+# MemFree catches everything the page allocator handed out (slab, the
+# DMA-coherent rings and pools, blk-mq's request pages); the others say
+# which kind it was.
+MEM_JSON=
+mem_sample() { # -> MEM_JSON
+	local k v out='' sep=''
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	# Let RCU-deferred frees (kfree_rcu, blk-mq teardown) land first.
+	bsleep 0.5
+	echo 3 >/proc/sys/vm/drop_caches
+	while read -r k v _; do
+		case $k in
+		MemFree: | MemAvailable: | Buffers: | Cached: | Slab: | SReclaimable: | SUnreclaim: | \
+			KernelStack: | PageTables: | VmallocUsed: | Percpu:)
+			out+="$sep\"${k%:}\":$v"
+			sep=,
+			;;
+		esac
+	done </proc/meminfo
+	MEM_JSON="{$out}"
+}
+
+# Loaded modules and their size in bytes, from /proc/modules.
+MODS_JSON=
+modules_json() { # -> MODS_JSON
+	local name size out='' sep=''
+	while read -r name size _; do
+		out+="$sep\"$name\":$size"
+		sep=,
+	done </proc/modules
+	MODS_JSON="{$out}"
+}
+
+# Record one memory state (step: unloaded_before, module_before, bound,
+# module_after, unloaded_after).
+mem_record() { # driver step cycle
+	mem_sample
+	modules_json
+	printf '{"driver":"%s","step":"%s","cycle":%d,"meminfo_kb":%s,"modules":%s}\n' \
+		"$1" "$2" "$3" "$MEM_JSON" "$MODS_JSON" >>"$B_OUT/mem.jsonl"
+}
+
+# Slab caches as "name bytes" (active objects x object size), to show which
+# caches a bind grew.
+slab_bytes() {
+	awk 'NR > 2 { print $1, $2 * $4 }' /proc/slabinfo 2>/dev/null | sort
+}

@@ -1,0 +1,434 @@
+#!/bin/bash
+# Runs inside the VM for `make bench` (started by scripts/bench.sh): ssdq on
+# 00:04.0 side by side with the kernel's nvme on the identical 00:05.0, in
+# this one boot. Records raw figures only (runs.jsonl, mem.jsonl,
+# notes.jsonl, meta.json in $SSDQ_OUT); scripts/bench-report.sh judges them.
+#
+# Sections, in order (SSDQ_BENCH_SECTIONS picks a subset):
+#   mem     kernel memory per driver: module alone, then per controller
+#           (bind/unbind cycles, both drivers alternately)
+#   calib   A/A check: nvme on BOTH controllers, to show how much the two
+#           slots differ by themselves (the noise floor of every ratio)
+#   main    the comparison jobs, ssdq and nvme alternately, R rounds
+#   polled  4k QD1 --hipri with both drivers reloaded with poll_queues=1
+#   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
+#           mode) at several queue depths, with nvme as the reference
+#   steer   completion steering off/ipi/blk with ssdq on one I/O queue
+# A switch the driver does not have yet is recorded as unavailable and its
+# runs are skipped; nothing here fails because of it.
+#
+# Settings (env, forwarded by vm.sh): SSDQ_BENCH_QUICK=1 (short variant),
+# SSDQ_BENCH_RUNTIME/_RAMP_MS/_ROUNDS (main jobs), SSDQ_BENCH_ABL_RUNTIME/
+# _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS, SSDQ_BENCH_MEM_CYCLES, SSDQ_BENCH_SIZE
+# (region every job uses, preconditioned), SSDQ_BENCH_DEFER_US.
+set -euo pipefail
+# shellcheck source=scripts/guest-bench-lib.sh
+. "$(dirname "$0")/guest-bench-lib.sh"
+
+QUICK=${SSDQ_BENCH_QUICK:-0}
+if [[ $QUICK == 1 ]]; then
+	d_rt=2 d_ramp=250 d_abl_rt=2 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32"
+	d_mem=1 d_sections="mem main polled abl steer"
+else
+	d_rt=8 d_ramp=1000 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32"
+	d_mem=3 d_sections="mem calib main polled abl steer"
+fi
+RT=${SSDQ_BENCH_RUNTIME:-$d_rt}
+RAMP=${SSDQ_BENCH_RAMP_MS:-$d_ramp}
+ROUNDS=${SSDQ_BENCH_ROUNDS:-3}
+ABL_RT=${SSDQ_BENCH_ABL_RUNTIME:-$d_abl_rt}
+ABL_RAMP=${SSDQ_BENCH_ABL_RAMP_MS:-$d_abl_ramp}
+ABL_ROUNDS=${SSDQ_BENCH_ABL_ROUNDS:-$d_abl_rounds}
+ABL_QDS=${SSDQ_BENCH_ABL_QDS:-$d_qds}
+MEM_CYCLES=${SSDQ_BENCH_MEM_CYCLES:-$d_mem}
+SECTIONS=${SSDQ_BENCH_SECTIONS:-$d_sections}
+DEFER_US=${SSDQ_BENCH_DEFER_US:-50}
+B_SIZE=${SSDQ_BENCH_SIZE:-128m}
+NCPU=$(nproc)
+PRECONDITIONED=
+
+# The comparison jobs: name|depth|fio options (identical on both sides).
+# At depth > 1 the job reaps and submits in batches of half the depth
+# (iodepth_batch_complete_min = iodepth_batch_submit = depth/2), the way an
+# io_uring application at depth works, and the case doorbell batching is
+# for. fio's default (1/1) makes every submission a single command.
+MAIN_JOBS=(
+	"rr4k-qd1|1|--rw=randread --bs=4k --iodepth=1 --numjobs=1"
+	"rr4k-qd32x2|32|--rw=randread --bs=4k --iodepth=32 --numjobs=2 --iodepth_batch_submit=16 --iodepth_batch_complete_min=16"
+	"rw4k-qd32x2|32|--rw=randwrite --bs=4k --iodepth=32 --numjobs=2 --iodepth_batch_submit=16 --iodepth_batch_complete_min=16"
+	"seq128k-qd8|8|--rw=read --bs=128k --iodepth=8 --numjobs=1 --iodepth_batch_submit=4 --iodepth_batch_complete_min=4"
+)
+POLLED_JOB="rr4k-qd1-hipri|1|--rw=randread --bs=4k --iodepth=1 --numjobs=1 --hipri=1"
+
+has_section() { [[ " $SECTIONS " == *" $1 "* ]]; }
+
+note_json() { # kind what why [extra-json]
+	jq -nc --arg kind "$1" --arg what "$2" --arg why "$3" --argjson x "${4:-null}" \
+		'{kind: $kind, what: $what, why: $why, extra: $x}' >>"$B_OUT/notes.jsonl"
+}
+
+unavailable() { # what why
+	note_json unavailable "$1" "$2"
+	progress "not available: $1 ($2)"
+}
+
+# Pair order flips every round (ssdq nvme, nvme ssdq, ...): a steady drift or
+# a "second run is warmer" effect then hits both sides alike.
+pair_order() { # round a b
+	if (($1 % 2)); then echo "$2 $3"; else echo "$3 $2"; fi
+}
+
+# Sequential 1 MiB writes over the job region of both disks: reads must
+# never hit holes in one image and data in the other.
+precondition() { # side...
+	local s d
+	for s in "$@"; do
+		d=${DISK_OF[$s]:?no disk for $s}
+		progress "preconditioning /dev/$d ($B_SIZE)"
+		timeout -k 10 600 fio --name=precondition --filename="/dev/$d" --rw=write --bs=1M \
+			--iodepth=8 --ioengine=io_uring --direct=1 --size="$B_SIZE" \
+			--output-format=terse >/dev/null 2>"$B_OUT/precondition-$s.err" ||
+			bdie "preconditioning /dev/$d failed: $(head -n2 "$B_OUT/precondition-$s.err")"
+	done
+}
+
+# ----------------------------------------------------------------- mem
+
+# One driver's memory cycle: unloaded, module alone, bound to its
+# controller, module alone again, unloaded again. Every step is a separate
+# /proc/meminfo sample (mem_record), so both costs get a before and an after.
+mem_cycle() { # driver cycle
+	local d=$1 c=$2 pci=$PCI_SSDQ
+	[[ $d == nvme ]] && pci=$PCI_NVME
+	set_override "$pci" "$NOBODY"
+	mem_record "$d" unloaded_before "$c"
+	if [[ $d == ssdq ]]; then
+		insmod "$B_KO" || bdie "insmod ssdq.ko failed"
+	else
+		modprobe nvme || bdie "modprobe nvme failed"
+	fi
+	mem_record "$d" module_before "$c"
+	((c == 1)) && slab_bytes >"$B_OUT/slab.before"
+	bind_pci "$pci" "$d"
+	mem_record "$d" bound "$c"
+	if ((c == 1)); then
+		# Biggest slab growth of the first bind, for the report.
+		slab_bytes >"$B_OUT/slab.after"
+		join "$B_OUT/slab.before" "$B_OUT/slab.after" |
+			awk '$3 - $2 > 0 { print $1, $3 - $2 }' | sort -k2,2nr | head -n 8 |
+			jq -Rnc --arg d "$d" '{driver: $d, slab_growth: [inputs | split(" ") | {cache: .[0], bytes: (.[1] | tonumber)}]}' \
+				>>"$B_OUT/mem-slab.jsonl"
+	fi
+	unbind_pci "$pci"
+	mem_record "$d" module_after "$c"
+	if [[ $d == ssdq ]]; then unload_ssdq; else unload_nvme; fi
+	mem_record "$d" unloaded_after "$c"
+}
+
+section_mem() {
+	progress "memory: $MEM_CYCLES cycle(s) per driver of unloaded/module/bound/module/unloaded"
+	unload_ssdq
+	unload_nvme
+	set_override "$PCI_SSDQ" "$NOBODY"
+	set_override "$PCI_NVME" "$NOBODY"
+	# Warm-up, not measured: the first load of each module and the first
+	# run of the tools allocate things once per boot (slab caches, tool
+	# page cache) that would otherwise be charged to whichever went first.
+	insmod "$B_KO" && rmmod ssdq
+	modprobe nvme && modprobe -r nvme
+	mem_sample >/dev/null
+	local c d
+	for ((c = 1; c <= MEM_CYCLES; c++)); do
+		# Alternate which driver goes first, like the runs.
+		for d in $(pair_order "$c" ssdq nvme); do
+			mem_cycle "$d" "$c"
+		done
+		progress "memory: cycle $c/$MEM_CYCLES done"
+	done
+}
+
+# --------------------------------------------------------------- calib
+
+section_calib() {
+	progress "A/A check: nvme on both controllers"
+	unload_ssdq
+	module_loaded nvme || modprobe nvme || bdie "modprobe nvme failed"
+	[[ $(bound_driver "$PCI_SSDQ") == nvme ]] || bind_pci "$PCI_SSDQ" nvme
+	[[ $(bound_driver "$PCI_NVME") == nvme ]] || bind_pci "$PCI_NVME" nvme
+	register_side slot04 "$PCI_SSDQ"
+	register_side slot05 "$PCI_NVME"
+	precondition slot04 slot05
+	PRECONDITIONED=1
+	local r s name qd args
+	IFS='|' read -r name qd args <<<"${MAIN_JOBS[1]}"
+	RUN_TOTAL=$((RUN_TOTAL + 2 * ROUNDS))
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for s in $(pair_order "$r" slot04 slot05); do
+			# shellcheck disable=SC2086 # args are fio options
+			measure_run calib "$name" "$s" nvme "$qd" "$r" "$RT" "$RAMP" $args
+		done
+	done
+	unbind_pci "$PCI_SSDQ"
+}
+
+# ---------------------------------------------------------------- main
+
+# Both drivers loaded with the given params (and the region written once).
+setup_pair() { # "ssdq params" "nvme params"
+	# shellcheck disable=SC2086 # word lists of module parameters
+	load_ssdq $1
+	# shellcheck disable=SC2086
+	load_nvme $2
+	progress "ssdq ($1) -> /dev/$SSDQ_DISK, nvme ($2) -> /dev/$NVME_DISK"
+	if [[ -z $PRECONDITIONED ]]; then
+		precondition ssdq nvme
+		PRECONDITIONED=1
+	fi
+}
+
+run_pairs() { # section variant sides job-spec
+	local section=$1 variant=$2 sides=$3 name qd args r s
+	IFS='|' read -r name qd args <<<"$4"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		# shellcheck disable=SC2086 # sides is "ssdq nvme" or one of them
+		for s in $(pair_order "$r" $sides); do
+			# shellcheck disable=SC2086 # args are fio options
+			measure_run "$section" "$name" "$s" "$variant" "$qd" "$r" "$RT" "$RAMP" $args
+		done
+	done
+}
+
+section_main() {
+	setup_pair "" ""
+	local j r s name qd args
+	RUN_TOTAL=$((RUN_TOTAL + 2 * ROUNDS * ${#MAIN_JOBS[@]}))
+	# Round-major: every round runs every job, so a slow phase of the host
+	# touches all jobs a little rather than one job a lot.
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for j in "${MAIN_JOBS[@]}"; do
+			IFS='|' read -r name qd args <<<"$j"
+			for s in $(pair_order "$r" ssdq nvme); do
+				# shellcheck disable=SC2086 # args are fio options
+				measure_run main "$name" "$s" default "$qd" "$r" "$RT" "$RAMP" $args
+			done
+		done
+	done
+}
+
+section_polled() {
+	local sides="ssdq nvme"
+	if ! ssdq_has_param poll_queues; then
+		unavailable "polled job on ssdq" "ssdq.ko has no poll_queues parameter; nvme measured alone"
+		sides=nvme
+		setup_pair "" "poll_queues=1"
+	else
+		setup_pair "poll_queues=1" "poll_queues=1"
+		if [[ $(cat "/sys/block/$SSDQ_DISK/queue/io_poll") != 1 ]]; then
+			unavailable "polled job on ssdq" "poll_queues=1 loaded but queue/io_poll is not 1; nvme measured alone"
+			sides=nvme
+		fi
+	fi
+	[[ $(cat "/sys/block/$NVME_DISK/queue/io_poll") == 1 ]] ||
+		bdie "nvme poll_queues=1: queue/io_poll is not 1"
+	local n=2
+	[[ $sides == nvme ]] && n=1
+	RUN_TOTAL=$((RUN_TOTAL + n * ROUNDS))
+	run_pairs polled poll_queues=1 "$sides" "$POLLED_JOB"
+	setup_pair "" ""
+}
+
+# ----------------------------------------------------------------- abl
+
+# Current value of a switch; mode files may list choices with the current
+# one in brackets ("[direct] irqpoll").
+knob_value() { # rel
+	local v
+	v=$(knob_get "$1")
+	if [[ $v == *\[*\]* ]]; then
+		v=${v#*[}
+		v=${v%%]*}
+	fi
+	echo "$v"
+}
+
+# Settings that restore every switch a variant may touch.
+DEFAULTS=
+record_defaults() { # rel...
+	local k
+	DEFAULTS=
+	for k in "$@"; do
+		knob_present "$k" || continue
+		DEFAULTS+="$k=$(knob_value "$k") "
+		note_json knob_default "$k" "$(knob_value "$k")"
+	done
+}
+
+# Do SETTINGS equal the defaults? Then the variant is the default run.
+same_as_defaults() { # settings
+	local kv
+	for kv in $1; do
+		[[ " $DEFAULTS " == *" $kv "* ]] || return 1
+	done
+}
+
+# Ablation variants as "name|side|settings", after checking each switch.
+ABL_VARIANTS=()
+plan_ablations() {
+	ABL_VARIANTS=("nvme|nvme|" "default|ssdq|")
+	record_defaults plugging/batching plugging/shadow_doorbells irq/mode irq/budget irq/defer_us
+	if knob_present plugging/batching; then
+		ABL_VARIANTS+=("batching-off|ssdq|plugging/batching=0")
+	else
+		unavailable "doorbell batching ablation" "no /sys/block/$SSDQ_DISK/plugging/batching"
+	fi
+	if ! knob_present plugging/shadow_doorbells; then
+		unavailable "shadow doorbell ablation" "no /sys/block/$SSDQ_DISK/plugging/shadow_doorbells"
+	elif [[ $(knob_value plugging/shadow_doorbells) != 1 ]]; then
+		unavailable "shadow doorbell ablation" "shadow_doorbells is off by default (controller has none?)"
+	else
+		ABL_VARIANTS+=("shadow-off|ssdq|plugging/shadow_doorbells=0")
+	fi
+	if ! knob_present irq/mode; then
+		unavailable "interrupt mode ablation (direct/irqpoll/deferred re-arm)" "no /sys/block/$SSDQ_DISK/irq/mode"
+		return 0
+	fi
+	local d0="" dd=""
+	if knob_present irq/defer_us; then
+		d0=" irq/defer_us=0" dd=" irq/defer_us=$DEFER_US"
+	else
+		unavailable "interrupt mode irqpoll with deferred re-arm" "no /sys/block/$SSDQ_DISK/irq/defer_us"
+	fi
+	local v name settings
+	for v in "irq-direct|irq/mode=direct$d0" "irq-irqpoll|irq/mode=irqpoll$d0"; do
+		IFS='|' read -r name settings <<<"$v"
+		if same_as_defaults "$settings"; then
+			note_json alias "$name" default
+		else
+			ABL_VARIANTS+=("$name|ssdq|$settings")
+		fi
+	done
+	[[ -z $dd ]] || ABL_VARIANTS+=("irq-irqpoll-defer|ssdq|irq/mode=irqpoll$dd")
+}
+
+# One depth sweep over VARIANTS (array name), rotating their order by round.
+# fio is pinned to CPU so every variant runs on the same CPU.
+sweep() { # section job cpu variants-array-name
+	local section=$1 job=$2 cpu=$3
+	local -n vars=$4
+	local qd r i n=${#vars[@]} name side settings
+	RUN_TOTAL=$((RUN_TOTAL + n * ABL_ROUNDS * $(wc -w <<<"$ABL_QDS")))
+	for qd in $ABL_QDS; do
+		for ((r = 1; r <= ABL_ROUNDS; r++)); do
+			for ((i = 0; i < n; i++)); do
+				IFS='|' read -r name side settings <<<"${vars[(i + r - 1) % n]}"
+				[[ -z $settings ]] || knobs_apply "$settings"
+				measure_run "$section" "$job" "$side" "$name" "$qd" "$r" "$ABL_RT" "$ABL_RAMP" \
+					--rw=randread --bs=4k --numjobs=1 --iodepth="$qd" \
+					--iodepth_batch_submit=$(((qd + 1) / 2)) --iodepth_batch_complete_min=$(((qd + 1) / 2)) \
+					--cpus_allowed="$cpu"
+				[[ -z $settings ]] || knobs_apply "$DEFAULTS"
+			done
+		done
+	done
+}
+
+section_abl() {
+	setup_pair "" ""
+	plan_ablations
+	note_json plan abl "$(printf '%s ' "${ABL_VARIANTS[@]}")"
+	progress "ablations: ${#ABL_VARIANTS[@]} variants x QD {$ABL_QDS} x $ABL_ROUNDS round(s), fio on CPU $((NCPU - 1))"
+	sweep abl rr4k "$((NCPU - 1))" ABL_VARIANTS
+}
+
+# --------------------------------------------------------------- steer
+
+# The CPU(s) the single I/O queue's interrupt is delivered to.
+io_vector_cpus() { # pci
+	local f i
+	for f in "/sys/bus/pci/devices/$1/msi_irqs"/*; do
+		i=${f##*/}
+		if grep -Eq "^ *$i:.*q1\$" /proc/interrupts; then
+			cat "/proc/irq/$i/effective_affinity_list"
+			return 0
+		fi
+	done
+	return 1
+}
+
+section_steer() {
+	if ((NCPU < 2)); then
+		unavailable "steering ablation" "needs 2 CPUs, guest has $NCPU"
+		return 0
+	fi
+	load_ssdq io_queues=1
+	progress "ssdq (io_queues=1) -> /dev/$SSDQ_DISK"
+	if ! knob_present steering/mode; then
+		unavailable "steering ablation (off/ipi/blk)" "no /sys/block/$SSDQ_DISK/steering/mode"
+		load_ssdq
+		return 0
+	fi
+	record_defaults steering/mode
+	local vcpu cpu c
+	vcpu=$(io_vector_cpus "$PCI_SSDQ") || bdie "cannot find ssdq's I/O vector"
+	# Submit from a CPU the interrupt does not arrive on: every completion
+	# is then a cross-CPU one, the case steering is about.
+	cpu=
+	for ((c = 0; c < NCPU; c++)); do
+		[[ ",$vcpu," == *",$c,"* ]] || { cpu=$c; break; }
+	done
+	[[ -n $cpu ]] || { unavailable "steering ablation" "I/O vector on every CPU ($vcpu)"; load_ssdq; return 0; }
+	note_json steering_cpus "fio on CPU $cpu, I/O vector on CPU $vcpu" "" \
+		"$(jq -nc --argjson f "$cpu" --arg v "$vcpu" '{fio_cpu: $f, vector_cpus: $v}')"
+	# shellcheck disable=SC2034 # used through sweep's nameref
+	local -a steer_variants=("steer-off|ssdq|steering/mode=off" "steer-ipi|ssdq|steering/mode=ipi"
+		"steer-blk|ssdq|steering/mode=blk")
+	progress "steering: 3 modes x QD {$ABL_QDS}, fio on CPU $cpu, interrupt on CPU $vcpu"
+	sweep steer rr4k "$cpu" steer_variants
+	load_ssdq
+}
+
+# ---------------------------------------------------------------- main
+
+write_meta() { # running|finished
+	# Tool versions only at the end: every program started costs time here.
+	local fio_version='' srcversion=''
+	if [[ $1 == finished ]]; then
+		fio_version=$(fio --version)
+		srcversion=$(modinfo -F srcversion "$B_KO" 2>/dev/null || true)
+	fi
+	ssdq_has_param io_queues || true
+	jq -n --arg status "$1" --arg kernel "$(uname -r)" --argjson ncpu "$NCPU" \
+		--arg fio "$fio_version" --arg ko "$B_KO" \
+		--arg ko_srcversion "$srcversion" --arg ko_params "$KO_PARAMS" \
+		--argjson quick "$QUICK" --argjson rt "$RT" --argjson ramp "$RAMP" \
+		--argjson rounds "$ROUNDS" --argjson abl_rt "$ABL_RT" --argjson abl_ramp "$ABL_RAMP" \
+		--argjson abl_rounds "$ABL_ROUNDS" --arg abl_qds "$ABL_QDS" \
+		--argjson mem_cycles "$MEM_CYCLES" --arg sections "$SECTIONS" --arg size "$B_SIZE" \
+		--argjson defer_us "$DEFER_US" --argjson secs "$SECONDS" \
+		--arg main_jobs "$(printf '%s\n' "${MAIN_JOBS[@]}" "$POLLED_JOB")" \
+		'{status: $status, guest_kernel: $kernel, vcpus: $ncpu, fio: $fio,
+		  ssdq_ko: $ko, ssdq_srcversion: $ko_srcversion, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
+		  quick: ($quick == 1), runtime_s: $rt, ramp_ms: $ramp, rounds: $rounds,
+		  abl_runtime_s: $abl_rt, abl_ramp_ms: $abl_ramp, abl_rounds: $abl_rounds,
+		  abl_qds: ($abl_qds | split(" ") | map(select(. != "") | tonumber)),
+		  mem_cycles: $mem_cycles, sections: $sections, region: $size, defer_us: $defer_us,
+		  guest_seconds: $secs,
+		  jobs: ($main_jobs | split("\n") | map(select(. != "") | split("|") | {name: .[0], qd: (.[1] | tonumber), fio: .[2]}))}' \
+		>"$B_OUT/meta.json"
+}
+
+[[ -f $B_KO ]] || bdie "$B_KO missing"
+command -v fio >/dev/null && command -v jq >/dev/null || bdie "fio and jq are needed"
+mkdir -p "$B_OUT/fio"
+rm -f "$B_OUT"/{runs,mem,mem-slab,notes}.jsonl
+write_meta running
+progress "bench: $NCPU vCPUs, sections: $SECTIONS; main ${RT}s x $ROUNDS rounds, ablations ${ABL_RT}s x $ABL_ROUNDS"
+for sec in mem calib main polled abl steer; do
+	has_section "$sec" || continue
+	progress "== section $sec"
+	"section_$sec"
+done
+unload_ssdq
+unload_nvme
+write_meta finished
+progress "bench: guest part done in ${SECONDS}s ($RUN_DONE runs)"

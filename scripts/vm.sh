@@ -1,0 +1,255 @@
+#!/bin/bash
+# Boot the ssdq test VM, run one command inside it, power off.
+#
+#   scripts/vm.sh [options] [--] COMMAND [ARGS...]
+#
+# Options:
+#   -t, --timeout SECS  kill the VM after SECS (default $SSDQ_VM_TIMEOUT or 900)
+#   -o, --out DIR       results dir; must be inside the repo, which the guest
+#                       sees writable at the same path (default build/vm/last)
+#   --lbs N             logical/physical block size of both NVMe namespaces
+#                       (default: QEMU's 512)
+#   --img-mb N          size of each NVMe image in MiB (default 512)
+#   --console           also stream the guest console to stdout
+#   --trace EV[,EV...]  enable QEMU trace events (e.g. pci_nvme_mmio_doorbell_sq),
+#                       logged to $OUT/qemu-trace.log, which the guest reads
+#                       live at $SSDQ_QEMU_TRACE (same path; the event list
+#                       is in $SSDQ_TRACE_EVENTS there). Default:
+#                       $SSDQ_TRACE_EVENTS. The events do not name the
+#                       controller: keep the reference one idle when counting.
+#
+# Environment: SSDQ_ACCEL=tcg|kvm (default: probe KVM once, else TCG),
+# SSDQ_TCG_THREAD=multi|single (default multi; single avoids MTTCG's
+# cross-modifying-code races at half the speed),
+# SSDQ_QEMU_EXTRA (extra QEMU args, word-split), SSDQ_KVER. Variables named
+# DUT or SSDQ_* are forwarded into the guest environment, plus:
+#   SSDQ_OUT (results dir), SSDQ_IMG_BYTES, SSDQ_LBS, SSDQ_REPO, SSDQ_IN_VM=1.
+#
+# The guest has the host's userland (chroot over 9p). PCI layout, fixed:
+#   00:04.0 NVMe serial=ssdq0   image $OUT/ssdq0.img   (device under test)
+#   00:05.0 NVMe serial=nvmeref image $OUT/nvmeref.img (reference, nvme)
+#   00:06.0/00:07.0 virtio-9p (host root read-only, repo writable)
+# Both drives use discard=unmap: with QEMU's default (ignore) DSM deallocate
+# is a no-op although the namespace reports DLFEAT=1 (reads as zeroes).
+# Images are created fresh (sparse, zero-filled) for each boot and kept in
+# $OUT for host-side checks, with console.log.
+#
+# Exit status: the command's, or 124 if the VM timed out, 125 if the guest
+# died without reporting one (panic, init failure). On those the last 40
+# console lines are printed to stderr.
+#
+# Only one VM may run on the machine: the whole VM lifetime holds an
+# exclusive flock on /tmp/ssdq-vm.lock, so concurrent callers queue up.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+timeout=${SSDQ_VM_TIMEOUT:-900}
+out=$SSDQ_BUILD/vm/last
+lbs=
+img_mb=512
+console=0
+trace=${SSDQ_TRACE_EVENTS:-}
+while (($#)); do
+	case $1 in
+	-t | --timeout) timeout=$2; shift 2 ;;
+	-o | --out) out=$2; shift 2 ;;
+	--lbs) lbs=$2; shift 2 ;;
+	--img-mb) img_mb=$2; shift 2 ;;
+	--console) console=1; shift ;;
+	--trace) trace=$2; shift 2 ;;
+	--) shift; break ;;
+	-*) die "vm.sh: unknown option $1" ;;
+	*) break ;;
+	esac
+done
+(($#)) || set -- true
+
+kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
+kernel=/boot/vmlinuz-$kver
+[[ -r $kernel ]] || die "$kernel not readable (the VM needs root)"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86 missing (run: make deps)"
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd -P)
+case $out/ in
+"$SSDQ_REPO"/*) ;;
+*) die "--out $out must be inside the repo $SSDQ_REPO (the guest writes there)" ;;
+esac
+# The kernel command line and 9p carry these paths; keep them simple.
+[[ $out =~ ^[A-Za-z0-9_./+-]+$ ]] || die "results path '$out' has unusual characters"
+
+
+# Write the guest script: forwarded environment, then the command.
+write_guest_script() { # $1=file, rest=command
+	local f=$1 v
+	shift
+	{
+		echo '#!/bin/bash'
+		echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+		echo 'export HOME=/root TERM=dumb LANG=C.UTF-8'
+		for v in $(compgen -v); do
+			case $v in
+			DUT | SSDQ_*)
+				[[ $v == SSDQ_QEMU_EXTRA || $v == SSDQ_QEMU_TRACE ]] && continue
+				printf 'export %s=%q\n' "$v" "${!v}"
+				;;
+			esac
+		done
+		printf 'export SSDQ_OUT=%q SSDQ_REPO=%q SSDQ_IN_VM=1\n' "$out" "$SSDQ_REPO"
+		printf 'export SSDQ_IMG_BYTES=%q SSDQ_LBS=%q SSDQ_KVER=%q\n' \
+			"$((img_mb * 1024 * 1024))" "${lbs:-512}" "$kver"
+		if [[ -n $trace ]]; then
+			printf 'export SSDQ_QEMU_TRACE=%q SSDQ_TRACE_EVENTS=%q\n' "$out/qemu-trace.log" "$trace"
+		else
+			echo 'unset SSDQ_QEMU_TRACE SSDQ_TRACE_EVENTS'
+		fi
+		printf 'cd %q || exit 126\n' "$SSDQ_REPO"
+		printf '%q ' "$@"
+		echo
+	} >"$f"
+}
+
+# One boot. $1=accel, $2=timeout, rest=command. Returns as documented above.
+boot() {
+	local accel=$1 tmo=$2 rc qrc
+	shift 2
+	local script=$out/guest.sh log=$out/console.log
+	rm -f "$script.rc" "$log"
+	write_guest_script "$script" "$@"
+
+	local img nvme_opts=
+	[[ -n $lbs ]] && nvme_opts=",logical_block_size=$lbs,physical_block_size=$lbs"
+	for img in ssdq0 nvmeref; do
+		rm -f "$out/$img.img"
+		truncate -s "${img_mb}M" "$out/$img.img"
+	done
+
+	local -a accel_args
+	if [[ $accel == kvm ]]; then
+		accel_args=(-accel kvm -cpu host)
+	else
+		accel_args=(-accel "tcg,thread=${SSDQ_TCG_THREAD:-multi}")
+	fi
+	# Extra args are deliberately word-split (documented).
+	# shellcheck disable=SC2206
+	local -a extra=(${SSDQ_QEMU_EXTRA:-})
+	local ev
+	rm -f "$out/qemu-trace.log"
+	if [[ -n $trace ]]; then
+		# QEMU's log file is line buffered: the guest sees events as they
+		# happen, over the cache=none 9p share.
+		for ev in ${trace//,/ }; do
+			extra+=(-trace "enable=$ev")
+		done
+		extra+=(-D "$out/qemu-trace.log")
+		: >"$out/qemu-trace.log"
+	fi
+
+	local -a qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}"
+		-smp 2 -m 2048
+		-nodefaults -nographic -no-reboot -monitor none
+		-serial "file:$log"
+		-kernel "$kernel" -initrd "$initrd"
+		-append "console=ttyS0 quiet panic=-1 mitigations=off ssdq_repo=$SSDQ_REPO ssdq_script=$script"
+		-drive "file=$out/ssdq0.img,if=none,id=nvm0,format=raw,cache=writeback,discard=unmap"
+		-device "nvme,serial=ssdq0,drive=nvm0,addr=04.0$nvme_opts"
+		-drive "file=$out/nvmeref.img,if=none,id=nvm1,format=raw,cache=writeback,discard=unmap"
+		-device "nvme,serial=nvmeref,drive=nvm1,addr=05.0$nvme_opts"
+		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot,addr=06.0"
+		-fsdev "local,id=fsrepo,path=$SSDQ_REPO,security_model=none,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=fsrepo,mount_tag=repo,addr=07.0"
+		"${extra[@]}")
+	printf '%q ' "${qemu[@]}" >"$out/qemu.cmdline"
+	echo >>"$out/qemu.cmdline"
+
+	local tailpid=
+	if ((console)); then
+		: >"$log"
+		tail -n +1 -F "$log" 2>/dev/null &
+		tailpid=$!
+	fi
+	qrc=0
+	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null >"$out/qemu.out" 2>&1 || qrc=$?
+	if [[ -n $tailpid ]]; then
+		sleep 0.3
+		kill "$tailpid" 2>/dev/null || true
+		wait "$tailpid" 2>/dev/null || true
+	fi
+	if ((qrc == 124 || qrc == 137)); then
+		return 124
+	fi
+	if [[ -s $script.rc ]]; then
+		rc=$(cat "$script.rc")
+		[[ $rc =~ ^[0-9]+$ ]] || rc=125
+		return "$rc"
+	fi
+	return 125
+}
+
+show_tail() { # $1=reason
+	{
+		echo "vm.sh: $1; last 40 console lines ($out/console.log):"
+		# (minus SeaBIOS's terminal escapes)
+		tail -n 40 "$out/console.log" 2>/dev/null |
+			sed -E 's/\x1b(\[[0-9;?]*[A-Za-z]|c)//g; s/^/  | /'
+		if [[ -s $out/qemu.out ]]; then
+			echo "qemu said:"
+			sed 's/^/  | /' "$out/qemu.out" | tail -n 10
+		fi
+	} >&2
+}
+
+# Does a KVM boot reach userspace? Asked once per kernel+QEMU, then cached.
+pick_accel() {
+	if [[ -n ${SSDQ_ACCEL:-} ]]; then
+		echo "$SSDQ_ACCEL"
+		return
+	fi
+	if [[ ! -w /dev/kvm ]]; then
+		echo tcg
+		return
+	fi
+	local key cache
+	key=$(printf '%s %s' "$kver" "$(qemu-system-x86_64 --version | head -n1)" | sha256sum | cut -c1-16)
+	cache=$SSDQ_BUILD/accel-$key
+	if [[ -s $cache ]]; then
+		cat "$cache"
+		return
+	fi
+	note "probing whether KVM boots work (once; cached in $cache)"
+	local saved_out=$out r=0
+	out=$SSDQ_BUILD/vm/kvm-probe
+	mkdir -p "$out"
+	local saved_trace=$trace
+	trace=
+	boot kvm 40 true || r=$?
+	trace=$saved_trace
+	if ((r == 0)) || grep -q '^ssdq-init: started' "$out/console.log"; then
+		echo kvm >"$cache"
+	else
+		note "KVM boot failed (status $r, see $out/), using TCG"
+		echo tcg >"$cache"
+	fi
+	out=$saved_out
+	cat "$cache"
+}
+
+exec 9>/tmp/ssdq-vm.lock
+if ! flock -n 9; then
+	note "another VM is running; waiting for /tmp/ssdq-vm.lock"
+	flock 9
+fi
+
+# Under the lock, so two callers never build it at once.
+initrd=$("$(dirname "$0")/mkinitramfs.sh")
+accel=$(pick_accel)
+case $accel in tcg | kvm) ;; *) die "SSDQ_ACCEL must be tcg or kvm, not '$accel'" ;; esac
+note "booting VM ($accel, timeout ${timeout}s, results in ${out#"$SSDQ_REPO"/})"
+rc=0
+boot "$accel" "$timeout" "$@" || rc=$?
+case $rc in
+124) show_tail "VM timed out after ${timeout}s" ;;
+125) show_tail "guest ended without reporting an exit status" ;;
+esac
+exit "$rc"

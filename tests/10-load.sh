@@ -1,0 +1,80 @@
+#!/bin/bash
+# load/unload: the disk appears with the namespace's size and block size,
+# one hardware queue per vCPU, rotational/add_random default 0 and writable,
+# load-time rotational=1 add_random=1, and a clean rmmod.
+# timeout: 180
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dut_load
+[[ $DUT == ssdq ]] && assert_eq "disk name" "$DISK" ssdq0
+
+# The disk sits on the DUT's PCI function: ssdq's gendisk parent is the PCI
+# device itself; nvme has its controller device in between.
+dev=$(readlink -f "/sys/block/$DISK/device")
+if [[ $DUT == ssdq ]]; then
+	assert_eq "/sys/block/$DISK/device" "$dev" "$(readlink -f /sys/bus/pci/devices/$PCI_DUT)"
+else
+	[[ $dev == */$PCI_DUT/* ]] || fail "$DISK's device $dev not under $PCI_DUT"
+	ok "$DISK's device is under $PCI_DUT"
+fi
+
+# Capacity = image size (the host passes it in), in 512-byte sectors too.
+assert_eq "blockdev --getsize64" "$(blockdev --getsize64 "$DEV")" "$SSDQ_IMG_BYTES"
+assert_eq "/sys/block/$DISK/size" "$(cat "/sys/block/$DISK/size")" "$((SSDQ_IMG_BYTES / 512))"
+assert_eq "logical_block_size" "$(sysq logical_block_size)" "$SSDQ_LBS"
+assert_eq "blockdev --getss" "$(blockdev --getss "$DEV")" "$SSDQ_LBS"
+assert_eq "physical_block_size" "$(sysq physical_block_size)" "$SSDQ_LBS"
+# QEMU's default MDTS=7 with 4 KiB pages -> 512 KiB.
+assert_eq "max_hw_sectors_kb" "$(sysq max_hw_sectors_kb)" 512
+
+# One hw queue per vCPU, and every CPU in exactly one cpu_list.
+ncpu=$(nproc --all)
+((ncpu >= 2)) || fail "guest has $ncpu CPUs, the VM should have 2"
+nq=0
+declare -A seen=()
+for q in /sys/block/"$DISK"/mq/*/; do
+	[[ -r $q/cpu_list ]] || continue
+	nq=$((nq + 1))
+	for c in $(tr ',' ' ' <"$q/cpu_list"); do
+		[[ -z ${seen[$c]:-} ]] || fail "CPU $c is in two cpu_lists (${seen[$c]} and $q)"
+		seen[$c]=$q
+	done
+done
+assert_eq "hw queues" "$nq" "$ncpu"
+for ((c = 0; c < ncpu; c++)); do
+	[[ -n ${seen[$c]:-} ]] || fail "CPU $c is in no hw queue's cpu_list"
+done
+ok "every CPU in exactly one cpu_list"
+
+# A real read through the queue.
+dd if="$DEV" of=/dev/null bs=64k count=16 iflag=direct status=none || fail "read from $DEV failed"
+ok "64k x16 O_DIRECT read"
+
+# rotational/add_random: default 0, writable at runtime.
+for attr in rotational add_random; do
+	assert_eq "$attr default" "$(sysq "$attr")" 0
+	echo 1 >"/sys/block/$DISK/queue/$attr"
+	assert_eq "$attr after writing 1" "$(sysq "$attr")" 1
+	echo 0 >"/sys/block/$DISK/queue/$attr"
+	assert_eq "$attr restored" "$(sysq "$attr")" 0
+done
+
+if [[ $DUT == ssdq ]]; then
+	dut_load rotational=1 add_random=1
+	assert_eq "rotational (loaded with rotational=1)" "$(sysq rotational)" 1
+	assert_eq "add_random (loaded with add_random=1)" "$(sysq add_random)" 1
+else
+	log "load-time rotational/add_random: nvme has no such parameters, skipped"
+fi
+
+disk=$DISK
+kmsg_mark unload
+dut_unload
+assert_absent "/dev/$disk"
+assert_absent "/sys/block/$disk"
+assert_absent "/sys/module/$DUT_MOD"
+# run-guest.sh checks the whole test's dmesg; also say it here.
+bad=$(dmesg_since unload | grep -E 'WARNING|\<BUG\>|Oops|Call Trace|hung_task' || true)
+[[ -z $bad ]] || fail "unload logged: $(head -n1 <<<"$bad")"
+ok "unload logged no warning"
