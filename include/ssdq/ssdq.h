@@ -323,7 +323,8 @@ int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown);
 
 /* blk.c */
 int ssdq_blk_init(struct ssdq_dev *dev);
-void ssdq_blk_remove(struct ssdq_dev *dev);
+void ssdq_blk_del(struct ssdq_dev *dev);
+void ssdq_blk_free(struct ssdq_dev *dev);
 void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 		      struct io_comp_batch *iob);
 void ssdq_complete_rq(struct request *req);

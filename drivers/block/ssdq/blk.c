@@ -326,11 +326,6 @@ void ssdq_complete_rq(struct request *req)
 	blk_mq_end_request(req, ssdq_error_status(dev, req, status));
 }
 
-/*
- * Called by an I/O queue's reaper for each CQE. The command id comes from
- * the device: one that names no request in flight is reported and dropped,
- * never followed.
- */
 /* Polled completions end together: one batch per ->poll call. */
 static void ssdq_complete_batch(struct io_comp_batch *iob)
 {
@@ -345,6 +340,11 @@ static void ssdq_complete_batch(struct io_comp_batch *iob)
 	blk_mq_end_request_batch(iob);
 }
 
+/*
+ * Called by an I/O queue's reaper for each CQE. The command id comes from
+ * the device: one that names no request in flight is reported and dropped,
+ * never followed.
+ */
 void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 		      struct io_comp_batch *iob)
 {
@@ -359,7 +359,7 @@ void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 		     ssdq_cid(req) != cid)) {
 		atomic64_inc(&dev->recovery.bad_cqes);
 		dev_warn_ratelimited(ssdq_dmadev(dev),
-				     "queue %u: completion for id %u, not in flight, ignored\n",
+				     "queue %u: completion for id %#x, not in flight, ignored\n",
 				     q->qid, cid);
 		return;
 	}
@@ -566,10 +566,15 @@ destroy_pool:
  * Unregister the disk. del_gendisk() writes back dirty pages and waits for
  * every request in flight, so the queues are idle when it returns.
  */
-void ssdq_blk_remove(struct ssdq_dev *dev)
+void ssdq_blk_del(struct ssdq_dev *dev)
 {
 	debugfs_remove_recursive(dev->debugfs);
 	del_gendisk(dev->disk);
+}
+
+/* Free the tag set and the rest, once the controller can post no CQE. */
+void ssdq_blk_free(struct ssdq_dev *dev)
+{
 	put_disk(dev->disk);
 	blk_mq_free_tag_set(&dev->tag_set);
 	ssdq_steer_free(dev);

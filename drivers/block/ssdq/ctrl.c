@@ -490,7 +490,7 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 	if (ret)
 		return ret;
 	nr = min(nr, ssdq_bar_max_queues(dev) - 1);
-	/* Short of queues, interrupt-driven ones come first. */
+	/* Short of queues, keep at least one interrupt-driven one. */
 	nr_poll = min(nr_poll, nr - 1);
 	nr_irq = min(nr_irq, nr - nr_poll);
 	ret = ssdq_dbbuf_setup(dev, nr_irq + nr_poll + 1);

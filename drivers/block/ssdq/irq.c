@@ -59,14 +59,22 @@ irqreturn_t ssdq_irq(int irq, void *data)
 	if (unlikely(ssdq_fault_drop_irq(q)))
 		return IRQ_HANDLED;
 	q->irq.interrupts++;
-	if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_POLL) {
-		spin_lock(&q->irq_lock);
+	/*
+	 * irq_lock orders this against an irq_poll round: while one owns the
+	 * CQ (q->polling), even a direct-mode handler leaves it alone, e.g.
+	 * right after the mode was switched.
+	 */
+	spin_lock(&q->irq_lock);
+	if (q->polling) {
+		found = 1;
+	} else if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_POLL) {
 		ssdq_irqpoll_start(q);
-		spin_unlock(&q->irq_lock);
-		return IRQ_HANDLED;
+		found = 1;
+	} else {
+		found = ssdq_cq_reap(q, INT_MAX, NULL);
+		q->irq.completions += found;
 	}
-	found = ssdq_cq_reap(q, INT_MAX, NULL);
-	q->irq.completions += found;
+	spin_unlock(&q->irq_lock);
 	return found ? IRQ_HANDLED : IRQ_NONE;
 }
 
@@ -88,6 +96,7 @@ static enum hrtimer_restart ssdq_defer_timer(struct hrtimer *timer)
 static bool ssdq_irqpoll_defer(struct ssdq_queue *q, int found)
 {
 	unsigned int defer_us = READ_ONCE(q->dev->irq_defer_us);
+	unsigned long flags;
 
 	if (found || !q->deferring)
 		q->defer_empty = 0;
@@ -97,9 +106,12 @@ static bool ssdq_irqpoll_defer(struct ssdq_queue *q, int found)
 		       q->defer_empty < READ_ONCE(q->dev->irq_defer_rounds);
 	if (!q->deferring)
 		return false;
+	/* Under irq_lock, so a quiesce cannot slip in before the timer. */
+	spin_lock_irqsave(&q->irq_lock, flags);
 	irq_poll_complete(&q->iop);
 	hrtimer_start(&q->defer_timer, ns_to_ktime((u64)defer_us * NSEC_PER_USEC),
 		      HRTIMER_MODE_REL);
+	spin_unlock_irqrestore(&q->irq_lock, flags);
 	return true;
 }
 
@@ -154,6 +166,9 @@ void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
 {
 	if (q->qid) {
 		irq_poll_disable(&q->iop);
+		/* A round that just deferred has its timer started by now. */
+		spin_lock_irq(&q->irq_lock);
+		spin_unlock_irq(&q->irq_lock);
 		hrtimer_cancel(&q->defer_timer);
 		q->deferring = false;
 	}

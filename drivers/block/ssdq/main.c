@@ -177,10 +177,12 @@ static void ssdq_remove(struct pci_dev *pdev)
 	/* Surprise removal: fail I/O now rather than wait for timeouts. */
 	if (!pci_device_is_present(pdev))
 		ssdq_dev_fail(dev, "device removed");
-	ssdq_blk_remove(dev);
+	ssdq_blk_del(dev);
 	/* No request is left, so no delayed completion either. */
 	cancel_delayed_work_sync(&dev->fault.delay_work);
+	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
+	ssdq_blk_free(dev);
 	ssdq_free_dev(dev);
 }
 

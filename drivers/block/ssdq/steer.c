@@ -60,7 +60,16 @@ int ssdq_steer_init(struct ssdq_dev *dev)
 
 void ssdq_steer_free(struct ssdq_dev *dev)
 {
-	/* An IPI handler may still be returning: wait for it to leave. */
+	int cpu;
+
+	/* An IPI may still be queued (on an empty list): let it run... */
+	for_each_possible_cpu(cpu) {
+		struct ssdq_steer_cpu *sc = per_cpu_ptr(dev->steer, cpu);
+
+		while (READ_ONCE(sc->csd.node.u_flags) & CSD_FLAG_LOCK)
+			cpu_relax();
+	}
+	/* ... and leave: handlers run with interrupts off, an RCU read side. */
 	synchronize_rcu();
 	free_percpu(dev->steer);
 	dev->steer = NULL;
