@@ -40,6 +40,18 @@ run: deps
 check: deps
 	@KDIR=$(KDIR) scripts/check.sh
 
+# make bench: ssdq side by side with nvme in one VM boot, plus ablations
+# (Documentation/bench.rst; under 20 min). make bench-quick, or make bench
+# QUICK=1: the short variant (under 5 min). Not a test: not in make check.
+.PHONY: bench bench-quick
+bench: deps
+	@$(MAKE) --no-print-directory module
+	@QUICK=$(QUICK) scripts/bench.sh
+
+bench-quick: deps
+	@$(MAKE) --no-print-directory module
+	@scripts/bench.sh --quick
+
 clean:
 	@if [ -n "$(KDIR)" ] && [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	rm -rf build

@@ -30,7 +30,8 @@ objfile() { # name
 trace_counts() {
 	local trace=$dir/qemu-trace.log
 	if [[ ! -s $trace ]]; then
-		echo '{}'
+		# bench.sh deletes the (large) log once counted.
+		if [[ -s $dir/trace-counts.json ]]; then cat "$dir/trace-counts.json"; else echo '{}'; fi
 		return
 	fi
 	jq -r 'select(.counters.trace_start != null) |
@@ -96,7 +97,7 @@ def ssdq_metrics: ["cmds_per_batch", "drv_sqdb_mmio_per_io", "drv_cqdb_mmio_per_
 
 # Per-run figures. CPU: /proc/stat ticks are USER_HZ (100/s): 1 tick = 10000 us.
 def derive($tc; $fs):
-	.fio = $fs[.tag] | .ok = (.rc == 0 and .fio != null and .fio.error == 0)
+	.fio = $fs[.tag] | .ok = (.rc == 0 and .fio != null and .fio.error == 0 and (.counters.late_sample // 0) == 0)
 	| (.counters // {}) as $c | ((($c.ios_read // 0) + ($c.ios_write // 0))) as $ios
 	| ($tc[.seq | tostring]) as $t
 	| . + {m: (if .ok then {
@@ -113,13 +114,17 @@ def derive($tc; $fs):
 			+ ($c.cpu_irq // 0) + ($c.cpu_softirq // 0) + ($c.cpu_steal // 0)) * 10000; $ios),
 		kcpu_us_per_io: div((($c.cpu_system // 0) + ($c.cpu_irq // 0) + ($c.cpu_softirq // 0)) * 10000; $ios),
 		irq_per_io: div($c.irqs; $ios), ipi_per_io: div($c.ipi_cal; $ios),
-		msix_per_io: div($t.msix; $ios), sqdb_per_io: div($t.sq; $ios), cqdb_per_io: div($t.cq; $ios),
+		msix_per_io: div($t.msix; $c.run_ios), sqdb_per_io: div($t.sq; $c.run_ios), cqdb_per_io: div($t.cq; $c.run_ios),
 		cmds_per_batch: div($c.plugging_submitted; $c.plugging_batches),
-		drv_sqdb_mmio_per_io: div($c.plugging_sq_db_mmio; $ios),
-		drv_cqdb_mmio_per_io: div($c.plugging_cq_db_mmio; $ios),
-		remote_per_io: div($c.steering_remote; $ios), ipis_per_io: div($c.steering_ipis; $ios),
-		irq_rounds_per_io: div($c.irq_rounds; $ios), irq_polled_per_io: div($c.irq_polled; $ios),
-		irq_budget_exhausted_per_io: div($c.irq_budget_exhausted; $ios)
+		# ssdq counters: divisors from the same debugfs files (commands
+		# submitted, requests completed), read at the same moments.
+		drv_sqdb_mmio_per_io: div($c.plugging_sq_db_mmio; $c.plugging_submitted),
+		drv_cqdb_mmio_per_io: div($c.plugging_cq_db_mmio; $c.plugging_submitted),
+		remote_per_io: div($c.steering_remote; (($c.steering_local // 0) + ($c.steering_remote // 0))),
+		ipis_per_io: div($c.steering_ipis; (($c.steering_local // 0) + ($c.steering_remote // 0))),
+		irq_rounds_per_io: div($c.irq_rounds; $c.plugging_submitted),
+		irq_polled_per_io: div($c.irq_polled; $c.plugging_submitted),
+		irq_budget_exhausted_per_io: div($c.irq_budget_exhausted; $c.plugging_submitted)
 	} else null end)};
 
 # Side A vs side B of one job: medians, and the ratio A/B round by round.
@@ -164,7 +169,7 @@ def verdicts:
 
 # ---- memory
 def memdelta($a; $b):  # a = before, b = after (meminfo kB objects)
-	{mem_taken_kb: ($a.MemFree - $b.MemFree), slab_kb: ($b.Slab - $a.Slab),
+	{mem_taken_kb: (($a.MemFree + ($a.PcpFree // 0)) - ($b.MemFree + ($b.PcpFree // 0))), slab_kb: ($b.Slab - $a.Slab),
 	 sunreclaim_kb: ($b.SUnreclaim - $a.SUnreclaim), percpu_kb: ($b.Percpu - $a.Percpu),
 	 vmalloc_kb: ($b.VmallocUsed - $a.VmallocUsed), kernelstack_kb: ($b.KernelStack - $a.KernelStack),
 	 pagetables_kb: ($b.PageTables - $a.PageTables)};
@@ -184,8 +189,8 @@ def memory($mem):
 				[$mods.module_before | keys[] | select($mods.unloaded_before[.] == null)] else [] end),
 			controller: (if $s.bound and $s.module_before then memdelta(avgmem($s.module_before; $ma); $s.bound) else null end),
 			module: (if $s.module_before and $s.unloaded_before then memdelta(avgmem($s.unloaded_before; $ua); avgmem($s.module_before; $ma)) else null end),
-			drift_controller_kb: (if $s.module_after and $s.module_before then $s.module_before.MemFree - $s.module_after.MemFree else null end),
-			drift_module_kb: (if $s.unloaded_after and $s.unloaded_before then $s.unloaded_before.MemFree - $s.unloaded_after.MemFree else null end)}
+			drift_controller_kb: (if $s.module_after and $s.module_before then memdelta($s.module_before; $s.module_after).mem_taken_kb else null end),
+			drift_module_kb: (if $s.unloaded_after and $s.unloaded_before then memdelta($s.unloaded_before; $s.unloaded_after).mem_taken_kb else null end)}
 		| .module_bytes = ([.module_names[] as $n | $mods.module_before[$n]] | add)] as $cyc
 	| def per($d; f): [$cyc[] | select(.driver == $d) | f | select(. != null)];
 	{module: {ssdq: (per("ssdq"; .module) | summarize), nvme: (per("nvme"; .module) | summarize)},
@@ -219,13 +224,14 @@ def ablations($runs):
 		 | .ratio = div(.ssdq; .nvme) | .ratios = [] | .pass = (if .ratio == null then null else .ratio <= 1 end)
 		 | .within_noise = false] else [] end)),
    calibration: comparisons($R; ["calib"]; "slot04"; "slot05"; $meta),
-   memory: $memory, memory_slab: $slab,
+   memory: $memory, memory_slab: $slab, memory_samples: $mem,
    ablations: ablations($R),
    failed_runs: [$R[] | select(.ok | not) | {tag, rc, section, job, side, variant, qd, round}],
    runs: $R}
 '
 
 counts=$(trace_counts)
+echo "$counts" >"$dir/trace-counts.json"
 jq -n --argjson trace_counts_in "$counts" --slurpfile fio_in <(fio_summaries) \
 	--slurpfile runs_in <(slurp runs) --slurpfile mem_in <(slurp mem) \
 	--slurpfile slab_in <(slurp mem-slab) --slurpfile notes_in <(slurp notes) \
@@ -238,33 +244,37 @@ mv "$dir/results.json.tmp" "$dir/results.json"
 # ------------------------------------------------------------ charts
 # Data files (tab separated) for gnuplot, from results.json.
 chart_data() {
-	# Job, nvme IOPS, ssdq IOPS, ratio label.
-	jq -r '.comparisons[] | [.job, (.metrics.iops.b // 0), (.metrics.iops.a // 0),
-		(if .metrics.iops.ratio == null then "ssdq n/a" else "x\((.metrics.iops.ratio * 100 | round) / 100)" end)] | @tsv' \
+	# Job, nvme IOPS median/min/max, ssdq IOPS median/min/max, label (the
+	# median of the per-round ratios, which is what the report judges by).
+	jq -r '.comparisons[] | .metrics.iops as $i
+		| [.job, ($i.b // 0), ($i.b_values | min // 0), ($i.b_values | max // 0),
+			($i.a // 0), ($i.a_values | min // 0), ($i.a_values | max // 0),
+			(if $i.ratio == null then "ssdq n/a" else "x\(($i.ratio * 100 | round) / 100)" end)] | @tsv' \
 		"$dir/results.json" >"$dir/chart-iops.dat"
-	# Per variant: QD, interrupts per I/O (/proc/interrupts), SQ and CQ
-	# doorbell MMIO writes per I/O (QEMU). One gnuplot block per variant.
-	jq -r '(.notes | map(select(.kind == "alias")) | map({(.what): .why}) | add // {}) as $alias
-		| .ablations as $a
-		| ["nvme", "default", "batching-off", "shadow-off", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer",
-			"steer-off", "steer-ipi", "steer-blk"][] as $v
-		| ($alias[$v] // $v) as $src
-		| [$a[] | select(.variant == $src)] | select(length > 0)
-		| "# \($v)", (sort_by(.qd)[] | [.qd, (.m.irq_per_io // "NaN"), (.m.sqdb_per_io // "NaN"), (.m.cqdb_per_io // "NaN"), (.m.iops // "NaN")] | @tsv), "", ""' \
-		"$dir/results.json" >"$dir/chart-abl.dat"
+	# Per ablation variant, one gnuplot block (two blank lines apart)
+	# of "QD value" rows, for one metric; variants without a value left out.
+	local metric
+	for metric in irq_per_io sqdb_per_io; do
+		jq -r --arg k "$metric" '(.notes | map(select(.kind == "alias")) | map({(.what): .why}) | add // {}) as $alias
+			| .ablations as $a
+			| ["nvme", "default", "batching-off", "shadow-off", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer",
+				"steer-off", "steer-ipi", "steer-blk"][] as $v
+			| ($alias[$v] // $v) as $src
+			| [$a[] | select(.variant == $src and .m[$k] != null)] | select(length > 0)
+			| "# \($v)", (sort_by(.qd)[] | [.qd, .m[$k]] | @tsv), "", ""' \
+			"$dir/results.json" >"$dir/chart-$metric.dat"
+	done
 }
 
-# The variants present in chart-abl.dat, in file order.
-abl_variants() { sed -n 's/^# //p' "$dir/chart-abl.dat"; }
-
-# gnuplot "plot" clause for a column of chart-abl.dat over the given variants.
-abl_plot_clause() { # column variants...
-	local col=$1 v i=0 clause='' idx
+# gnuplot "plot" clause for the given variants of a chart-METRIC.dat file.
+abl_plot_clause() { # metric variants...
+	local f=$dir/chart-$1.dat v i=0 clause='' idx
 	shift
+	[[ -s $f ]] || return 0
 	for v in "$@"; do
-		idx=$(abl_variants | grep -nx -- "$v" | cut -d: -f1) || continue
+		idx=$(sed -n 's/^# //p' "$f" | grep -nx -- "$v" | cut -d: -f1) || continue
 		[[ -n $idx ]] || continue
-		clause+="${clause:+, }'$dir/chart-abl.dat' index $((idx - 1)) using 1:$col with linespoints lw 2 pt $((7 + i)) title '$v'"
+		clause+="${clause:+, }'$f' index $((idx - 1)) using 1:2 with linespoints lw 2 pt $((7 + i)) title '$v'"
 		i=$((i + 1))
 	done
 	echo "$clause"
@@ -274,39 +284,43 @@ charts() {
 	command -v gnuplot >/dev/null || { note "no gnuplot: skipping charts"; return 0; }
 	chart_data
 	local title
-	title="ssdq vs nvme, same QEMU NVMe model, one TCG boot (medians; label = ssdq/nvme)"
+	title="ssdq vs nvme, same QEMU NVMe model, one TCG boot\\n{/*0.9 bars: median of rounds, whiskers: min-max; label: median of per-round ssdq/nvme ratios}"
 	if [[ -s $dir/chart-iops.dat ]]; then
 		gnuplot <<-EOF
 			set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
 			set output '$dir/iops.png'
-			set title "$title"
+			set title "$title" enhanced
 			set style data histograms
-			set style histogram clustered gap 1
+			set style histogram errorbars gap 1 lw 1
 			set style fill solid 0.85 border -1
 			set boxwidth 0.9
 			set ylabel "IOPS (median of rounds)"
 			set yrange [0:*]
+			set offsets 0, 0, graph 0.1, 0
 			set grid ytics
-			set key top right
+			set key top left
 			set xtics noenhanced
 			set datafile separator "\t"
-			plot '$dir/chart-iops.dat' using 2:xtic(1) title "nvme" lc rgb "#7f7f7f", \
-			     '' using 3 title "ssdq" lc rgb "#1f77b4", \
-			     '' using 0:((\$2 > \$3 ? \$2 : \$3) * 1.04):4 with labels notitle font ",9"
+			plot '$dir/chart-iops.dat' using 2:3:4:xtic(1) title "nvme" lc rgb "#7f7f7f", \
+			     '' using 5:6:7 title "ssdq" lc rgb "#1f77b4", \
+			     '' using 0:((\$4 > \$7 ? \$4 : \$7)):8 notitle with labels offset character 0,1 font ",10"
 		EOF
 	fi
 	local irq_clause db_clause
-	irq_clause=$(abl_plot_clause 2 nvme default irq-direct irq-irqpoll irq-irqpoll-defer steer-off steer-ipi steer-blk)
+	# The interrupt modes; "default" only stands in when irq-direct is absent.
+	local direct=irq-direct
+	grep -qx '# irq-direct' "$dir/chart-irq_per_io.dat" 2>/dev/null || direct=default
+	irq_clause=$(abl_plot_clause irq_per_io nvme "$direct" irq-irqpoll irq-irqpoll-defer)
 	if [[ -n $irq_clause ]]; then
 		gnuplot <<-EOF
 			set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
 			set output '$dir/irq_per_io.png'
 			set title "Interrupts per I/O by mode and queue depth (4k randread, 1 job; /proc/interrupts)"
 			set xlabel "queue depth"
-			set ylabel "interrupts per I/O"
+			set ylabel "interrupts per I/O (log scale)"
 			set logscale x 2
+			set logscale y 10
 			set xtics (1, 2, 4, 8, 16, 32)
-			set yrange [0:*]
 			set grid
 			set key outside right noenhanced
 			set datafile separator "\t"
@@ -314,17 +328,17 @@ charts() {
 			plot $irq_clause
 		EOF
 	fi
-	db_clause=$(abl_plot_clause 3 nvme default batching-off shadow-off)
+	db_clause=$(abl_plot_clause sqdb_per_io nvme default batching-off shadow-off)
 	if [[ -n $db_clause ]]; then
 		gnuplot <<-EOF
 			set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
 			set output '$dir/sqdb_per_io.png'
 			set title "SQ doorbell MMIO writes per I/O (QEMU trace; 4k randread, 1 job)"
 			set xlabel "queue depth"
-			set ylabel "SQ doorbell writes per I/O"
+			set ylabel "SQ doorbell writes per I/O (log scale)"
 			set logscale x 2
+			set logscale y 10
 			set xtics (1, 2, 4, 8, 16, 32)
-			set yrange [0:*]
 			set grid
 			set key outside right noenhanced
 			set datafile separator "\t"
@@ -364,18 +378,18 @@ def memrow($name; $s; $n): "| \($name) | \($s | kb) | \($n | kb) | \(if $s == nu
 "> **Read ratios, not absolute numbers.** This runs on QEMU TCG (software CPU emulation): absolute IOPS and latencies swing by tens of percent between boots and even between rounds of one boot, and say nothing about real hardware. Only the side-by-side ratios mean anything: both drivers ran in the same boot, on identical QEMU NVMe controllers, with the same fio options, alternately. Ratio = ssdq / nvme, computed round by round (pairs) and summarised by the median.",
 "",
 "- started \($h.started // "?"), \(if $g.quick then "**quick** variant" else "full run" end), status: guest \($g.status // "?"), VM \($h.vm_status // "?")",
-"- repo \($h.git // "?"), ssdq.ko srcversion \($g.ssdq_srcversion // "?") (params: \(($g.ssdq_params // []) | join(", ")))",
+"- repo \($h.git // "?"), ssdq.ko sha256 \($h.ssdq_ko_sha256 // "?") (params: \(($g.ssdq_params // []) | join(", ")))",
 "- guest kernel \($g.guest_kernel // "?"), \($g.vcpus // "?") vCPUs, accel \($h.accel // "?"), \($h.qemu // "?"), \($g.fio // "?")",
 "- main jobs: \($g.runtime_s // "?") s + \($g.ramp_ms // "?") ms ramp, \($g.rounds // "?") rounds (pair order flips each round); ablations: \($g.abl_runtime_s // "?") s x \($g.abl_rounds // "?") round(s) at QD \(($g.abl_qds // []) | map(tostring) | join("/")); region \($g.region // "?") per disk, preconditioned",
-"- host: \($h.host_cpus // "?") CPUs (\($h.host_cpu // "?")), load \($h.host_load_start // "?") at start, \($h.host_load_end // "?") at end; wall time \($h.vm_wall_s // "?") s",
+"- host: \($h.host_cpus // "?") CPUs (\($h.host_cpu // "?")), load \($h.host_load_start // "?") at start, \($h.host_load_end // "?") at end; \($h.wall_s // "?") s from start to VM exit, of which \($h.lock_wait_s // "?") s waiting for another VM to finish",
 "",
 "## Targets",
 "",
-"ssdq should reach >= 1.00x nvme IOPS/bandwidth on every job, <= 1.00x its QD1 latency, and <= 1.00x its CPU per I/O and memory. \"pairs straddle 1.00\" means some rounds went one way and some the other: the difference is inside the noise.",
+"ssdq should reach >= 1.00x nvme IOPS/bandwidth on every job, <= 1.00x its QD1 latency, and <= 1.00x its CPU per I/O and memory. The verdict uses the median of the pair (round-by-round) ratios; the ratio of the two medians can differ from it when rounds swing. \"pairs straddle 1.00\" means some rounds went one way and some the other: the difference is inside the noise.",
 "",
-"| job | metric | nvme | ssdq | ssdq/nvme | pair ratios | target | result |",
-"|---|---|---:|---:|---:|---|---|---|",
-($R.verdicts[] | "| \(.job) | \(.metric | mlabel) | \(.nvme | fmt) | \(.ssdq | fmt) | \(.ratio | r2) | \(.ratios | ratios) | \(if .better == "higher" then ">= 1.00" else "<= 1.00" end) | \(verdict) |"),
+"| job | metric | nvme (median) | ssdq (median) | ssdq/nvme (median of pair ratios) | pair ratios | ratio of medians | target | result |",
+"|---|---|---:|---:|---:|---|---:|---|---|",
+($R.verdicts[] | "| \(.job) | \(.metric | mlabel) | \(.nvme | fmt) | \(.ssdq | fmt) | **\(.ratio | r2)** | \(.ratios | ratios) | \(if .ssdq != null and .nvme != null and .nvme != 0 then (.ssdq / .nvme | r2) else "n/a" end) | \(if .better == "higher" then ">= 1.00" else "<= 1.00" end) | \(verdict) |"),
 "",
 (($R.verdicts | map(select(.pass == false))) as $short
 	| if ($short | length) == 0 then "**ssdq meets every target measured here.**"
@@ -390,7 +404,7 @@ def memrow($name; $s; $n): "| \($name) | \($s | kb) | \($n | kb) | \(if $s == nu
 ($R.comparisons[] | .metrics as $m
 	| "| \(.job)\(if .section == "polled" then " (poll_queues=1)" else "" end) | \($m.iops.b | fmt) | \($m.iops.a | fmt) | \($m.iops.ratio | r2) | \($m.mibs.b | fmt) | \($m.mibs.a | fmt) | \($m.p50_us.b | fmt) | \($m.p50_us.a | fmt) | \($m.p50_us.ratio | r2) | \($m.p99_us.b | fmt) | \($m.p99_us.a | fmt) | \($m.p99_us.ratio | r2) |"),
 "",
-"![IOPS per job](iops.png)",
+(if $charts.iops then "![IOPS per job](iops.png)" else "(no chart: gnuplot missing or no data)" end),
 "",
 "## Cost per I/O (medians)",
 "",
@@ -463,15 +477,15 @@ end),
   group("Doorbell batching (one SQ doorbell per plug batch vs per command)"; ["nvme", "default", "batching-off"]; "batching"),
   group("Shadow doorbells"; ["nvme", "default", "shadow-off"]; "shadow"),
   group("Interrupt mode: direct, irqpoll, irqpoll with deferred re-arm"; ["nvme", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer"]; "nterrupt mode"),
-  "![interrupts per I/O](irq_per_io.png)", "",
-  "![SQ doorbells per I/O](sqdb_per_io.png)", "",
+  (if $charts.irq_per_io then "![interrupts per I/O](irq_per_io.png)", "" else empty end),
+  (if $charts.sqdb_per_io then "![SQ doorbells per I/O](sqdb_per_io.png)", "" else empty end),
   "### Completion steering (ssdq with io_queues=1, fio on a CPU the interrupt does not arrive on)", "",
   (($un | map(select(.what | test("steering")))) as $u
 	| if ($u | length) > 0 then ($u[] | "Not available: \(.what): \(.why).")
 	elif ([$A[] | select(.section == "steer")] | length) == 0 then "Not run." else
 	"| QD | mode | IOPS | p50 us | p99 us | IRQ/IO | remote completions/IO | steering IPIs/IO | CAL IPIs/IO | CPU us/IO |",
 	"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-	([$A[] | select(.section == "steer")] | sort_by([.qd, .variant])[]
+	([$A[] | select(.section == "steer")] | sort_by([.qd, ({"steer-off": 0, "steer-ipi": 1, "steer-blk": 2}[.variant] // 9)])[]
 		| "| \(.qd) | \(.variant) | \(.m.iops | fmt) | \(.m.p50_us | fmt) | \(.m.p99_us | fmt) | \(.m.irq_per_io | fmt) | \(.m.remote_per_io | fmt) | \(.m.ipis_per_io | fmt) | \(.m.ipi_per_io | fmt) | \(.m.cpu_us_per_io | fmt) |")
 	end),
 "",
@@ -491,10 +505,16 @@ end),
 
 # The ablation group matcher above needs the notes texts; build the report.
 report() {
-	jq -r "$JQ_REPORT" "$dir/results.json" >"$dir/report.md.tmp"
+	local c charts='{' sep=''
+	for c in iops irq_per_io sqdb_per_io; do
+		charts+="$sep\"$c\":$([[ -s $dir/$c.png ]] && echo true || echo false)"
+		sep=,
+	done
+	jq -r --argjson charts "$charts}" "$JQ_REPORT" "$dir/results.json" >"$dir/report.md.tmp"
 	mv "$dir/report.md.tmp" "$dir/report.md"
 }
 
+rm -f "$dir"/iops.png "$dir"/irq_per_io.png "$dir"/sqdb_per_io.png
 charts
 report
 # A short summary for the terminal: the targets table.

@@ -56,10 +56,19 @@ host_meta() { # file status
 		--argjson ncpu "$(nproc)" --arg load_start "$load_start" --arg load_end "$(cut -d' ' -f1-3 /proc/loadavg)" \
 		--arg accel "$(sed -n 's/.*booting VM (\([a-z]*\),.*/\1/p' "$out/vm.stderr" 2>/dev/null | head -n1)" \
 		--argjson vm_rc "${vm_rc:-null}" --argjson wall "$((SECONDS - t_start))" \
+		--argjson wait "$(vm_wait)" \
 		--argjson quick "$quick" --arg started "$started" \
+		--arg ko_sha "$(sha256sum "$out/ssdq.ko" 2>/dev/null | cut -c1-16)" \
 		'{status: $status, git: $git, qemu: $qemu, host_cpu: $cpu, host_cpus: $ncpu,
 		  host_load_start: $load_start, host_load_end: $load_end, accel: $accel,
-		  vm_status: $vm_rc, vm_wall_s: $wall, quick: ($quick == 1), started: $started}' >"$1"
+		  ssdq_ko_sha256: $ko_sha, vm_status: $vm_rc, wall_s: $wall, lock_wait_s: $wait, quick: ($quick == 1), started: $started}' >"$1"
+}
+
+# Seconds spent queueing for the VM lock (vm.sh writes guest.sh once it has
+# it), so the report can tell the bench's own time from the wait.
+vm_wait() {
+	local f=$out/guest.sh
+	if [[ -e $f ]]; then echo $(($(stat -c %Y "$f") - t_epoch)); else echo null; fi
 }
 
 [[ -f $SSDQ_REPO/ssdq.ko ]] || die "ssdq.ko not built (make module)"
@@ -78,6 +87,7 @@ cp "$SSDQ_REPO/ssdq.ko" "$out/ssdq.ko"
 : >"$out/progress.log"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$SECONDS
+t_epoch=$(date +%s)
 vm_rc=
 host_meta "$out/host.json" running
 

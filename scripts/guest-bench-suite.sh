@@ -19,18 +19,19 @@
 #
 # Settings (env, forwarded by vm.sh): SSDQ_BENCH_QUICK=1 (short variant),
 # SSDQ_BENCH_RUNTIME/_RAMP_MS/_ROUNDS (main jobs), SSDQ_BENCH_ABL_RUNTIME/
-# _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS, SSDQ_BENCH_MEM_CYCLES, SSDQ_BENCH_SIZE
-# (region every job uses, preconditioned), SSDQ_BENCH_DEFER_US.
+# _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS/_STEER_QDS, SSDQ_BENCH_MEM_CYCLES,
+# SSDQ_BENCH_SIZE (region every job uses, preconditioned),
+# SSDQ_BENCH_DEFER_US. Defaults: Documentation/bench.rst.
 set -euo pipefail
 # shellcheck source=scripts/guest-bench-lib.sh
 . "$(dirname "$0")/guest-bench-lib.sh"
 
 QUICK=${SSDQ_BENCH_QUICK:-0}
 if [[ $QUICK == 1 ]]; then
-	d_rt=2 d_ramp=250 d_abl_rt=2 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32"
+	d_rt=2 d_ramp=250 d_abl_rt=1 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32" d_steer_qds=32
 	d_mem=1 d_sections="mem main polled abl steer"
 else
-	d_rt=8 d_ramp=1000 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32"
+	d_rt=8 d_ramp=1000 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32" d_steer_qds=$d_qds
 	d_mem=3 d_sections="mem calib main polled abl steer"
 fi
 RT=${SSDQ_BENCH_RUNTIME:-$d_rt}
@@ -40,9 +41,10 @@ ABL_RT=${SSDQ_BENCH_ABL_RUNTIME:-$d_abl_rt}
 ABL_RAMP=${SSDQ_BENCH_ABL_RAMP_MS:-$d_abl_ramp}
 ABL_ROUNDS=${SSDQ_BENCH_ABL_ROUNDS:-$d_abl_rounds}
 ABL_QDS=${SSDQ_BENCH_ABL_QDS:-$d_qds}
+STEER_QDS=${SSDQ_BENCH_STEER_QDS:-$d_steer_qds}
 MEM_CYCLES=${SSDQ_BENCH_MEM_CYCLES:-$d_mem}
 SECTIONS=${SSDQ_BENCH_SECTIONS:-$d_sections}
-DEFER_US=${SSDQ_BENCH_DEFER_US:-50}
+DEFER_US=${SSDQ_BENCH_DEFER_US:-300}
 B_SIZE=${SSDQ_BENCH_SIZE:-128m}
 NCPU=$(nproc)
 PRECONDITIONED=
@@ -174,11 +176,21 @@ section_calib() {
 # ---------------------------------------------------------------- main
 
 # Both drivers loaded with the given params (and the region written once).
+# A driver already loaded with those params is left alone: reloads cost
+# seconds here.
+SSDQ_LOADED_AS=-
+NVME_LOADED_AS=-
 setup_pair() { # "ssdq params" "nvme params"
-	# shellcheck disable=SC2086 # word lists of module parameters
-	load_ssdq $1
-	# shellcheck disable=SC2086
-	load_nvme $2
+	if [[ $SSDQ_LOADED_AS != "$1" ]] || ! module_loaded ssdq; then
+		# shellcheck disable=SC2086 # word lists of module parameters
+		load_ssdq $1
+		SSDQ_LOADED_AS=$1
+	fi
+	if [[ $NVME_LOADED_AS != "$2" ]] || ! module_loaded nvme || [[ $(bound_driver "$PCI_NVME") != nvme ]]; then
+		# shellcheck disable=SC2086
+		load_nvme $2
+		NVME_LOADED_AS=$2
+	fi
 	progress "ssdq ($1) -> /dev/$SSDQ_DISK, nvme ($2) -> /dev/$NVME_DISK"
 	if [[ -z $PRECONDITIONED ]]; then
 		precondition ssdq nvme
@@ -234,7 +246,6 @@ section_polled() {
 	[[ $sides == nvme ]] && n=1
 	RUN_TOTAL=$((RUN_TOTAL + n * ROUNDS))
 	run_pairs polled poll_queues=1 "$sides" "$POLLED_JOB"
-	setup_pair "" ""
 }
 
 # ----------------------------------------------------------------- abl
@@ -312,12 +323,13 @@ plan_ablations() {
 
 # One depth sweep over VARIANTS (array name), rotating their order by round.
 # fio is pinned to CPU so every variant runs on the same CPU.
-sweep() { # section job cpu variants-array-name
-	local section=$1 job=$2 cpu=$3
+sweep() { # section job cpu variants-array-name "qds"
+	local section=$1 job=$2 cpu=$3 qds=$5
 	local -n vars=$4
-	local qd r i n=${#vars[@]} name side settings
-	RUN_TOTAL=$((RUN_TOTAL + n * ABL_ROUNDS * $(wc -w <<<"$ABL_QDS")))
-	for qd in $ABL_QDS; do
+	local qd r i n=${#vars[@]} name side settings nq
+	read -r -a nq <<<"$qds"
+	RUN_TOTAL=$((RUN_TOTAL + n * ABL_ROUNDS * ${#nq[@]}))
+	for qd in $qds; do
 		for ((r = 1; r <= ABL_ROUNDS; r++)); do
 			for ((i = 0; i < n; i++)); do
 				IFS='|' read -r name side settings <<<"${vars[(i + r - 1) % n]}"
@@ -337,7 +349,7 @@ section_abl() {
 	plan_ablations
 	note_json plan abl "$(printf '%s ' "${ABL_VARIANTS[@]}")"
 	progress "ablations: ${#ABL_VARIANTS[@]} variants x QD {$ABL_QDS} x $ABL_ROUNDS round(s), fio on CPU $((NCPU - 1))"
-	sweep abl rr4k "$((NCPU - 1))" ABL_VARIANTS
+	sweep abl rr4k "$((NCPU - 1))" ABL_VARIANTS "$ABL_QDS"
 }
 
 # --------------------------------------------------------------- steer
@@ -360,11 +372,15 @@ section_steer() {
 		unavailable "steering ablation" "needs 2 CPUs, guest has $NCPU"
 		return 0
 	fi
+	if ! ssdq_has_param io_queues; then
+		unavailable "steering ablation" "ssdq.ko has no io_queues parameter"
+		return 0
+	fi
 	load_ssdq io_queues=1
+	SSDQ_LOADED_AS=io_queues=1
 	progress "ssdq (io_queues=1) -> /dev/$SSDQ_DISK"
 	if ! knob_present steering/mode; then
 		unavailable "steering ablation (off/ipi/blk)" "no /sys/block/$SSDQ_DISK/steering/mode"
-		load_ssdq
 		return 0
 	fi
 	record_defaults steering/mode
@@ -376,41 +392,38 @@ section_steer() {
 	for ((c = 0; c < NCPU; c++)); do
 		[[ ",$vcpu," == *",$c,"* ]] || { cpu=$c; break; }
 	done
-	[[ -n $cpu ]] || { unavailable "steering ablation" "I/O vector on every CPU ($vcpu)"; load_ssdq; return 0; }
+	[[ -n $cpu ]] || { unavailable "steering ablation" "I/O vector on every CPU ($vcpu)"; return 0; }
 	note_json steering_cpus "fio on CPU $cpu, I/O vector on CPU $vcpu" "" \
 		"$(jq -nc --argjson f "$cpu" --arg v "$vcpu" '{fio_cpu: $f, vector_cpus: $v}')"
 	# shellcheck disable=SC2034 # used through sweep's nameref
 	local -a steer_variants=("steer-off|ssdq|steering/mode=off" "steer-ipi|ssdq|steering/mode=ipi"
 		"steer-blk|ssdq|steering/mode=blk")
-	progress "steering: 3 modes x QD {$ABL_QDS}, fio on CPU $cpu, interrupt on CPU $vcpu"
-	sweep steer rr4k "$cpu" steer_variants
-	load_ssdq
+	progress "steering: 3 modes x QD {$STEER_QDS}, fio on CPU $cpu, interrupt on CPU $vcpu"
+	sweep steer rr4k "$cpu" steer_variants "$STEER_QDS"
 }
 
 # ---------------------------------------------------------------- main
 
 write_meta() { # running|finished
 	# Tool versions only at the end: every program started costs time here.
-	local fio_version='' srcversion=''
-	if [[ $1 == finished ]]; then
-		fio_version=$(fio --version)
-		srcversion=$(modinfo -F srcversion "$B_KO" 2>/dev/null || true)
-	fi
+	local fio_version=''
+	[[ $1 != finished ]] || fio_version=$(fio --version)
 	ssdq_has_param io_queues || true
 	jq -n --arg status "$1" --arg kernel "$(uname -r)" --argjson ncpu "$NCPU" \
 		--arg fio "$fio_version" --arg ko "$B_KO" \
-		--arg ko_srcversion "$srcversion" --arg ko_params "$KO_PARAMS" \
+		--arg ko_params "$KO_PARAMS" \
 		--argjson quick "$QUICK" --argjson rt "$RT" --argjson ramp "$RAMP" \
 		--argjson rounds "$ROUNDS" --argjson abl_rt "$ABL_RT" --argjson abl_ramp "$ABL_RAMP" \
-		--argjson abl_rounds "$ABL_ROUNDS" --arg abl_qds "$ABL_QDS" \
+		--argjson abl_rounds "$ABL_ROUNDS" --arg abl_qds "$ABL_QDS" --arg steer_qds "$STEER_QDS" \
 		--argjson mem_cycles "$MEM_CYCLES" --arg sections "$SECTIONS" --arg size "$B_SIZE" \
 		--argjson defer_us "$DEFER_US" --argjson secs "$SECONDS" \
 		--arg main_jobs "$(printf '%s\n' "${MAIN_JOBS[@]}" "$POLLED_JOB")" \
 		'{status: $status, guest_kernel: $kernel, vcpus: $ncpu, fio: $fio,
-		  ssdq_ko: $ko, ssdq_srcversion: $ko_srcversion, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
+		  ssdq_ko: $ko, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
 		  quick: ($quick == 1), runtime_s: $rt, ramp_ms: $ramp, rounds: $rounds,
 		  abl_runtime_s: $abl_rt, abl_ramp_ms: $abl_ramp, abl_rounds: $abl_rounds,
 		  abl_qds: ($abl_qds | split(" ") | map(select(. != "") | tonumber)),
+		  steer_qds: ($steer_qds | split(" ") | map(select(. != "") | tonumber)),
 		  mem_cycles: $mem_cycles, sections: $sections, region: $size, defer_us: $defer_us,
 		  guest_seconds: $secs,
 		  jobs: ($main_jobs | split("\n") | map(select(. != "") | split("|") | {name: .[0], qd: (.[1] | tonumber), fio: .[2]}))}' \
@@ -420,6 +433,7 @@ write_meta() { # running|finished
 [[ -f $B_KO ]] || bdie "$B_KO missing"
 command -v fio >/dev/null && command -v jq >/dev/null || bdie "fio and jq are needed"
 mkdir -p "$B_OUT/fio"
+sampler_priority
 rm -f "$B_OUT"/{runs,mem,mem-slab,notes}.jsonl
 write_meta running
 progress "bench: $NCPU vCPUs, sections: $SECTIONS; main ${RT}s x $ROUNDS rounds, ablations ${ABL_RT}s x $ABL_ROUNDS"
