@@ -256,6 +256,10 @@ struct ssdq_dev {
 
 extern struct dentry *ssdq_debugfs_root;
 
+/* main.c */
+ssize_t ssdq_sysfs_emit_choice(char *buf, const char * const *names,
+			       int nr, int cur);
+
 static inline struct ssdq_iod *ssdq_iod(struct request *req)
 {
 	return blk_mq_rq_to_pdu(req);

@@ -209,13 +209,9 @@ static struct ssdq_dev *ssdq_irq_dev(struct device *d)
 static ssize_t mode_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
-	int mode = READ_ONCE(ssdq_irq_dev(d)->irq_mode), i, len = 0;
-
-	for (i = 0; i < ARRAY_SIZE(ssdq_irq_mode_names); i++)
-		len += sysfs_emit_at(buf, len, i == mode ? "[%s] " : "%s ",
-				     ssdq_irq_mode_names[i]);
-	buf[len - 1] = '\n';
-	return len;
+	return ssdq_sysfs_emit_choice(buf, ssdq_irq_mode_names,
+				      ARRAY_SIZE(ssdq_irq_mode_names),
+				      READ_ONCE(ssdq_irq_dev(d)->irq_mode));
 }
 
 static ssize_t mode_store(struct device *d, struct device_attribute *attr,

@@ -74,6 +74,19 @@ static int __init ssdq_check_params(void)
 	return 0;
 }
 
+/* A sysfs mode file: every choice, the current one in brackets. */
+ssize_t ssdq_sysfs_emit_choice(char *buf, const char * const *names,
+			       int nr, int cur)
+{
+	int i, len = 0;
+
+	for (i = 0; i < nr; i++)
+		len += sysfs_emit_at(buf, len, i == cur ? "[%s] " : "%s ",
+				     names[i]);
+	buf[len - 1] = '\n';
+	return len;
+}
+
 static DEFINE_IDA(ssdq_instance_ida);
 struct dentry *ssdq_debugfs_root;
 

@@ -139,13 +139,10 @@ static ssize_t mode_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
 	struct ssdq_dev *dev = dev_to_disk(d)->private_data;
-	int mode = READ_ONCE(dev->steer_mode), i, len = 0;
 
-	for (i = 0; i < ARRAY_SIZE(ssdq_steer_names); i++)
-		len += sysfs_emit_at(buf, len, i == mode ? "[%s] " : "%s ",
-				     ssdq_steer_names[i]);
-	buf[len - 1] = '\n';
-	return len;
+	return ssdq_sysfs_emit_choice(buf, ssdq_steer_names,
+				      ARRAY_SIZE(ssdq_steer_names),
+				      READ_ONCE(dev->steer_mode));
 }
 
 static ssize_t mode_store(struct device *d, struct device_attribute *attr,
