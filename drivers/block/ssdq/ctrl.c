@@ -440,7 +440,32 @@ static int ssdq_delete_queue(struct ssdq_dev *dev, u8 opcode, u16 qid)
 	return ssdq_admin_exec(dev, &c, NULL);
 }
 
-/* Create one I/O queue pair: its CQ first, since the SQ names it. */
+/*
+ * Tell the controller about an allocated queue pair: its CQ first, since the
+ * SQ names it. At probe and again after every reset.
+ */
+static int ssdq_create_queue_pair(struct ssdq_queue *q)
+{
+	struct ssdq_dev *dev = q->dev;
+	int ret;
+
+	ret = ssdq_create_cq(q);
+	if (ret)
+		goto fail;
+	ret = ssdq_create_sq(q);
+	if (ret) {
+		ssdq_delete_queue(dev, nvme_admin_delete_cq, q->qid);
+		goto fail;
+	}
+	q->created = true;
+	return 0;
+fail:
+	dev_err(&dev->pdev->dev, "creating I/O queue %u failed (%d)\n",
+		q->qid, ret);
+	return ssdq_status_errno(ret);
+}
+
+/* Allocate one I/O queue pair, give it its vector, create it. */
 static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
 {
 	struct ssdq_queue *q = &dev->queues[qid];
@@ -455,20 +480,7 @@ static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
 		if (ret)
 			return ret;
 	}
-	ret = ssdq_create_cq(q);
-	if (ret)
-		goto fail;
-	ret = ssdq_create_sq(q);
-	if (ret) {
-		ssdq_delete_queue(dev, nvme_admin_delete_cq, qid);
-		goto fail;
-	}
-	q->created = true;
-	return 0;
-fail:
-	dev_err(&dev->pdev->dev, "creating I/O queue %u failed (%d)\n", qid,
-		ret);
-	return ssdq_status_errno(ret);
+	return ssdq_create_queue_pair(q);
 }
 
 /*
@@ -608,18 +620,9 @@ int ssdq_ctrl_restart(struct ssdq_dev *dev)
 		return -ENODEV;
 	}
 	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
-		struct ssdq_queue *q = &dev->queues[qid];
-
-		ret = ssdq_create_cq(q);
-		if (!ret)
-			ret = ssdq_create_sq(q);
-		if (ret) {
-			dev_err(&dev->pdev->dev,
-				"re-creating I/O queue %u failed (%d)\n", qid,
-				ret);
-			return ssdq_status_errno(ret);
-		}
-		q->created = true;
+		ret = ssdq_create_queue_pair(&dev->queues[qid]);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
