@@ -3,7 +3,11 @@
 #
 #   make / make module   build ./ssdq.ko against the Debian 6.12 headers
 #   make run             deps, build, boot the VM, short fio on /dev/ssdq0
-#   make check           deps, build, lint, whole test suite in the VM
+#   make check           deps, build, lint, whole test suite in the VM, in
+#                        both lanes: Debian's kernel, then the debug kernel
+#                        (KASAN, lockdep, kmemleak, UBSAN; built once, cached)
+#   make check-prod      only the first lane; make check-debug only the second
+#   make debug-kernel    build (or find) the cached debug kernel, print its dir
 #   make lint            checkpatch --strict, sparse, W=1; shellcheck of the harness
 #   make deps            install missing Debian packages (root)
 #   make clean
@@ -16,7 +20,7 @@ KDIR ?= $(shell bash -c '. scripts/common.sh && ssdq_kdir' 2>/dev/null)
 DUT ?= ssdq
 export DUT
 
-.PHONY: all module deps lint run check clean
+.PHONY: all module deps lint run check check-prod check-debug debug-kernel clean
 
 all: module
 
@@ -38,7 +42,16 @@ run: deps
 	@scripts/run.sh
 
 check: deps
-	@KDIR=$(KDIR) scripts/check.sh
+	@KDIR=$(KDIR) scripts/check.sh --lane all
+
+check-prod: deps
+	@KDIR=$(KDIR) scripts/check.sh --lane prod
+
+check-debug: deps
+	@scripts/check.sh --lane debug
+
+debug-kernel: deps
+	@scripts/debug-kernel.sh
 
 # make bench: ssdq side by side with nvme in one VM boot, plus ablations
 # (Documentation/bench.rst; under 20 min). make bench-quick, or make bench

@@ -1,20 +1,42 @@
 #!/bin/bash
-# make check: build, lint, then the test suite in the VM. Prints one line
-# per test on stdout,
+# make check: build, lint, then the test suite in the VM, in two lanes:
+#   prod   Debian's 6.12 kernel, ssdq.ko built in the repo (plus one
+#          4096-byte-LBA boot for the load test);
+#   debug  a debug kernel built from linux-source-6.12 (KASAN, lockdep,
+#          kmemleak, UBSAN; scripts/debug-kernel.sh, cached outside the
+#          repo), ssdq.ko built against it in build/check/debug-ko/.
+# Prints one line per test on stdout (debug-lane names end in -debug),
 #   PASS name
 #   FAIL name: short reason
 # and last "N passed, N failed". Exits non-zero if anything failed.
 # Progress and pointers to logs go to stderr; everything lands in
 # build/check/ (per-test logs in <boot>/logs/, console.log, dmesg.txt).
 #
-# Env: DUT=ssdq|nvme (nvme: run the tests against the kernel's driver, to
-#      prove them), SSDQ_TESTS="load persist ..." (subset),
-#      SSDQ_SKIP_LINT=1, SSDQ_CHECK_TIMEOUT (main VM, default 2400 s),
-#      SSDQ_TRACE_EVENTS (QEMU trace events of the main boot).
+#   scripts/check.sh [--lane prod|debug|all]     (default all)
+#
+# A test runs in both lanes unless its header says "# lanes: debug" (or
+# prod). Env: DUT=ssdq|nvme (nvme: run the tests against the kernel's
+# driver, to prove them), SSDQ_TESTS="load persist ..." (subset),
+# SSDQ_SKIP_LINT=1, SSDQ_CHECK_TIMEOUT (prod VM, default 2400 s),
+# SSDQ_DEBUG_TIMEOUT (debug VM, default 3600 s), SSDQ_DEBUG_TESTS (subset
+# of the debug lane only), SSDQ_TRACE_EVENTS (QEMU trace events of the main
+# boots).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
+lane=all
+bg_build=
+while (($#)); do
+	case $1 in
+	--lane) lane=$2; shift 2 ;;
+	*) die "check.sh: unknown argument $1" ;;
+	esac
+done
+case $lane in prod | debug | all) ;; *) die "--lane takes prod, debug or all, not '$lane'" ;; esac
+
 export DUT=${DUT:-ssdq}
+# Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
+trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm}
 out=$SSDQ_BUILD/check
 rm -rf "$out"
 mkdir -p "$out"
@@ -31,10 +53,12 @@ result() { # PASS|FAIL name [reason]
 	fi
 }
 
-all_tests() { # names of tests/NN-name.sh, in order, optionally filtered
-	local f n
+all_tests() { # lane -> names of tests/NN-name.sh, in order, optionally filtered
+	local f n lanes
 	for f in "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh; do
 		[[ $f == *.post.sh ]] && continue
+		lanes=$(sed -nE 's/^# lanes: (.*)/\1/p' "$f" | head -n1)
+		[[ -z $lanes || " $lanes " == *" $1 "* ]] || continue
 		n=${f##*/}
 		n=${n%.sh}
 		n=${n#[0-9][0-9]-}
@@ -95,51 +119,121 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 	done
 }
 
-mapfile -t tests < <(all_tests)
-((${#tests[@]})) || { result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-})"; }
-
-built=1
-if [[ $DUT == ssdq ]]; then
-	kdir=$(ssdq_kdir) || kdir=
-	note "building ssdq.ko against ${kdir:-?}"
-	if [[ -n $kdir ]] && make -C "$kdir" M="$SSDQ_REPO" modules >"$out/build.log" 2>&1 &&
-		[[ -f $SSDQ_REPO/ssdq.ko ]]; then
-		result PASS build
-	else
-		built=0
-		err=$(grep -m1 -E 'error|No such file|No rule' "$out/build.log" || true)
-		[[ -n $kdir ]] || err="no 6.12 kernel headers (make deps)"
-		[[ -n $err || -f $SSDQ_REPO/ssdq.ko ]] || err="no ssdq.ko produced"
-		result FAIL build "${err:-see build/check/build.log}"
+prod_lane() {
+	local tests built=1 err kdir
+	mapfile -t tests < <(all_tests prod)
+	if [[ $DUT == ssdq ]]; then
+		kdir=$(ssdq_kdir) || kdir=
+		note "building ssdq.ko against ${kdir:-?}"
+		if [[ -n $kdir ]] && make -C "$kdir" M="$SSDQ_REPO" modules >"$out/build.log" 2>&1 &&
+			[[ -f $SSDQ_REPO/ssdq.ko ]]; then
+			result PASS build
+		else
+			built=0
+			err=$(grep -m1 -E 'error|No such file|No rule' "$out/build.log" || true)
+			[[ -n $kdir ]] || err="no 6.12 kernel headers (make deps)"
+			[[ -n $err || -f $SSDQ_REPO/ssdq.ko ]] || err="no ssdq.ko produced"
+			result FAIL build "${err:-see build/check/build.log}"
+		fi
 	fi
-fi
 
-if [[ ${SSDQ_SKIP_LINT:-0} != 1 ]]; then
-	note "lint"
-	if reason=$("$SSDQ_REPO/scripts/lint.sh" 2>"$out/lint.stderr"); then
-		result PASS lint
-	else
-		result FAIL lint "${reason:-see build/lint.log}"
+	if [[ ${SSDQ_SKIP_LINT:-0} != 1 ]]; then
+		note "lint"
+		if reason=$("$SSDQ_REPO/scripts/lint.sh" 2>"$out/lint.stderr"); then
+			result PASS lint
+		else
+			result FAIL lint "${reason:-see build/lint.log}"
+		fi
+		if reason=$("$SSDQ_REPO/scripts/shellcheck.sh" 2>/dev/null); then
+			result PASS shellcheck
+		else
+			result FAIL shellcheck "${reason:-see build/shellcheck.log}"
+		fi
 	fi
-	if reason=$("$SSDQ_REPO/scripts/shellcheck.sh" 2>/dev/null); then
-		result PASS shellcheck
-	else
-		result FAIL shellcheck "${reason:-see build/shellcheck.log}"
-	fi
-fi
 
-if ((built)) && ((${#tests[@]})); then
-	# Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
+	((${#tests[@]})) || return 0
+	if ((!built)); then
+		for n in "${tests[@]}"; do result FAIL "$n" "not run: build failed"; done
+		return 0
+	fi
 	boot_suite "$out/main" "" -t "${SSDQ_CHECK_TIMEOUT:-2400}" \
-		--trace "${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm}" \
+		--trace "$trace_events" \
 		-- "${tests[@]}"
 	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
 	if [[ " ${tests[*]} " == *" load "* ]]; then
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 600 -- load
 	fi
-elif ((${#tests[@]})); then
-	for n in "${tests[@]}"; do result FAIL "$n" "not run: build failed"; done
+}
+
+# ssdq.ko for the debug kernel, built from a copy of the sources so the
+# repo's own ssdq.ko (Debian's kernel) stays as it is.
+build_debug_ko() { # kernel-dir -> status; log in $out/build-debug.log
+	local src=$out/debug-ko
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -r "$SSDQ_REPO"/{Kbuild,drivers,include} "$src"/
+	find "$src" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
+	make -C "$1/src" M="$src" W=1 modules >"$out/build-debug.log" 2>&1 &&
+		[[ -f $src/ssdq.ko ]] || return 1
+	# W=1 on the debug kernel's own config is part of the lane.
+	! grep -E 'warning:' "$out/build-debug.log" >&2
+}
+
+debug_lane() {
+	local tests dir n
+	mapfile -t tests < <(all_tests debug)
+	# SSDQ_DEBUG_TESTS narrows this lane only (CI's time budget: .ci/run).
+	if [[ -n ${SSDQ_DEBUG_TESTS:-} ]]; then
+		mapfile -t tests < <(for n in "${tests[@]}"; do
+			[[ " $SSDQ_DEBUG_TESTS " == *" $n "* ]] && echo "$n"
+		done)
+	fi
+	((${#tests[@]})) || return 0
+	note "debug kernel (scripts/debug-kernel.sh; cached outside the repo)"
+	# A background build that failed is not tried again (20 minutes).
+	if [[ -n ${bg_build:-} ]] && ! wait "$bg_build"; then
+		dir=
+	else
+		dir=$("$SSDQ_REPO/scripts/debug-kernel.sh" 2>>"$out/debug-kernel.log") || dir=
+	fi
+	if [[ -z $dir ]]; then
+		result FAIL debug-kernel "$(grep -m1 '^error' "$out/debug-kernel.log" || echo "see build/check/debug-kernel.log")"
+		for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: no debug kernel"; done
+		return 0
+	fi
+	result PASS debug-kernel
+	if [[ $DUT == ssdq ]]; then
+		note "building ssdq.ko against the debug kernel"
+		if ! build_debug_ko "$dir"; then
+			result FAIL build-debug "$(grep -m1 -E 'error|warning' "$out/build-debug.log" || echo "see build/check/build-debug.log")"
+			for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
+			return 0
+		fi
+		result PASS build-debug
+	fi
+	# Several times slower than Debian's kernel under TCG: per-test
+	# timeouts scale; the tests themselves wait on conditions.
+	SSDQ_KO=$out/debug-ko/ssdq.ko SSDQ_TIMEOUT_SCALE=${SSDQ_TIMEOUT_SCALE:-4} \
+		boot_suite "$out/debug" -debug -t "${SSDQ_DEBUG_TIMEOUT:-3600}" \
+		--trace "$trace_events" \
+		--debug-kernel "$dir" -- "${tests[@]}"
+}
+
+selected=$( {
+	[[ $lane == debug ]] || all_tests prod
+	[[ $lane == prod ]] || all_tests debug
+} | wc -l)
+((selected)) || result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-}, lane $lane)"
+# Both lanes and no cached debug kernel (CI, a fresh machine): build it
+# meanwhile, at the lowest priority, so it only takes the CPU time the prod
+# lane leaves idle. debug_lane's own call then waits on the build's lock.
+if [[ $lane == all ]] && ! "$SSDQ_REPO/scripts/debug-kernel.sh" --ready >/dev/null 2>&1; then
+	note "building the debug kernel in the background (nice 19)"
+	nice -n 19 "$SSDQ_REPO/scripts/debug-kernel.sh" >/dev/null 2>"$out/debug-kernel.log" &
+	bg_build=$!
 fi
+[[ $lane == debug ]] || prod_lane
+[[ $lane == prod ]] || debug_lane
 
 echo "$npass passed, $nfail failed"
 ((nfail == 0))

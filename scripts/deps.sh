@@ -12,6 +12,8 @@ pkgs=(
 	sparse shellcheck
 	qemu-system-x86 busybox-static
 	fio nvme-cli
+	# building the debug kernel (make check-debug)
+	bc bison flex libelf-dev libssl-dev
 )
 
 missing=()

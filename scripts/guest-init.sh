@@ -9,7 +9,11 @@
 #  - proc, sys, dev and a tmpfs /tmp are mounted inside, then we chroot and
 #    run the script named by ssdq_script= on the kernel command line.
 # The script's exit code is written next to it (ssdq_script.rc), then the VM
-# powers off (QEMU runs with -no-reboot, so any reboot/panic ends it too).
+# ends by rebooting: QEMU runs with -no-reboot, so a reboot (or a panic)
+# stops it, whatever ACPI the kernel has (poweroff needs ACPI's
+# interpreter, and only halts without it).
+# Optional: ssdq_modules=DIR (the debug kernel's modules_install tree, on
+# the host) is bind-mounted over /lib/modules so modprobe finds its modules.
 
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -21,9 +25,9 @@ mount -t devtmpfs dev /dev
 
 halt_vm() {
 	sync
-	poweroff -f
-	# Should not get here; sysrq 'o' is the last resort.
-	echo o >/proc/sysrq-trigger
+	reboot -f
+	# Should not get here; sysrq 'b' is the last resort.
+	echo b >/proc/sysrq-trigger
 	sleep 60
 }
 
@@ -40,6 +44,7 @@ for a in $(cat /proc/cmdline); do
 	case $a in
 	ssdq_repo=*) REPO=${a#ssdq_repo=} ;;
 	ssdq_script=*) SCRIPT=${a#ssdq_script=} ;;
+	ssdq_modules=*) MODULES=${a#ssdq_modules=} ;;
 	esac
 done
 [ -n "$REPO" ] && [ -n "$SCRIPT" ] || panic_out "ssdq_repo=/ssdq_script= missing"
@@ -66,6 +71,10 @@ mkdir -p /host/dev/shm /host/dev/pts
 mount -t tmpfs -o mode=1777 shm /host/dev/shm
 mount -t devpts devpts /host/dev/pts
 mount -t tmpfs -o mode=1777 tmp /host/tmp
+if [ -n "$MODULES" ]; then
+	mount -o bind "/host$MODULES" /host/lib/modules ||
+		panic_out "bind-mount $MODULES on /lib/modules"
+fi
 mount -t tmpfs tmp /host/run
 mkdir -p /host/sys/kernel/debug 2>/dev/null
 mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null

@@ -2,22 +2,31 @@
 # Build (or reuse) the busybox initramfs of the test VM and print its path.
 # Rebuilt only when an input changes: the init script, this script, the
 # busybox binary, or the guest kernel's 9p modules.
+#
+#   mkinitramfs.sh              for the Debian kernel (9p as modules)
+#   mkinitramfs.sh --builtin    for a kernel with 9p built in (debug lane)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
 # busybox-static's binary: the initramfs has no libc.
 busybox=/bin/busybox
 [[ -x $busybox ]] || die "busybox-static missing (run: make deps)"
 init=$SSDQ_REPO/scripts/guest-init.sh
-out=$SSDQ_BUILD/initramfs-$kver.cpio.gz
 
-# 9p over virtio, plus dependencies, in load order. virtio/virtio_pci are
-# built into the Debian kernel; --show-depends lists them as "builtin".
-# One module per call: modprobe takes further words as module parameters.
-mods=$(for m in 9pnet_virtio 9p; do modprobe -S "$kver" --show-depends "$m"; done |
-	awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
-[[ -n $mods ]] || die "modprobe --show-depends found no 9p modules for $kver"
+if [[ ${1:-} == --builtin ]]; then
+	kver=builtin-9p
+	mods=
+else
+	kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
+	# 9p over virtio, plus dependencies, in load order. virtio/virtio_pci
+	# are built into the Debian kernel; --show-depends lists them as
+	# "builtin". One module per call: modprobe takes further words as
+	# module parameters.
+	mods=$(for m in 9pnet_virtio 9p; do modprobe -S "$kver" --show-depends "$m"; done |
+		awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
+	[[ -n $mods ]] || die "modprobe --show-depends found no 9p modules for $kver"
+fi
+out=$SSDQ_BUILD/initramfs-$kver.cpio.gz
 
 # Contents only: the same script may be called by relative or absolute path.
 stamp=$( {

@@ -11,6 +11,11 @@
 #                       (default: QEMU's 512)
 #   --img-mb N          size of each NVMe image in MiB (default 512)
 #   --console           also stream the guest console to stdout
+#   --debug-kernel DIR  boot the debug kernel cached in DIR (the directory
+#                       scripts/debug-kernel.sh prints) instead of Debian's:
+#                       acpi=noirq (QEMU's _PRT AML loops time out for
+#                       minutes on it under TCG otherwise),
+#                       kasan_multi_shot, its modules on /lib/modules
 #   --trace EV[,EV...]  enable QEMU trace events (e.g. pci_nvme_mmio_doorbell_sq),
 #                       logged to $OUT/qemu-trace.log, which the guest reads
 #                       live at $SSDQ_QEMU_TRACE (same path; the event list
@@ -21,7 +26,8 @@
 # Environment: SSDQ_ACCEL=tcg|kvm (default: probe KVM once, else TCG),
 # SSDQ_TCG_THREAD=multi|single (default multi; single avoids MTTCG's
 # cross-modifying-code races at half the speed),
-# SSDQ_QEMU_EXTRA (extra QEMU args, word-split), SSDQ_KVER. Variables named
+# SSDQ_QEMU_EXTRA (extra QEMU args, word-split), SSDQ_KVER, SSDQ_VM_MEM
+# (guest MiB, default 2048), SSDQ_APPEND (extra kernel command line). Variables named
 # DUT or SSDQ_* are forwarded into the guest environment, plus:
 #   SSDQ_OUT (results dir), SSDQ_IMG_BYTES, SSDQ_LBS, SSDQ_REPO, SSDQ_IN_VM=1.
 #
@@ -48,6 +54,7 @@ out=$SSDQ_BUILD/vm/last
 lbs=
 img_mb=512
 console=0
+debug_dir=
 trace=${SSDQ_TRACE_EVENTS:-}
 while (($#)); do
 	case $1 in
@@ -57,6 +64,7 @@ while (($#)); do
 	--img-mb) img_mb=$2; shift 2 ;;
 	--console) console=1; shift ;;
 	--trace) trace=$2; shift 2 ;;
+	--debug-kernel) debug_dir=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "vm.sh: unknown option $1" ;;
 	*) break ;;
@@ -64,9 +72,28 @@ while (($#)); do
 done
 (($#)) || set -- true
 
-kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
-kernel=/boot/vmlinuz-$kver
+mem=2048
+append=
+initrd_args=()
+if [[ -n $debug_dir ]]; then
+	[[ -f $debug_dir/ready ]] || die "--debug-kernel $debug_dir: no ready debug kernel there"
+	kver=$(cat "$debug_dir/kver")
+	kernel=$debug_dir/bzImage
+	mods=$debug_dir/modroot/lib/modules
+	[[ $mods =~ ^[A-Za-z0-9_./+-]+$ ]] || die "debug kernel path '$mods' has unusual characters"
+	# Small: kmemleak scans all of it (13 s at 1.5 GiB, 70 s at 3 GiB).
+	mem=1536
+	append="acpi=noirq kasan_multi_shot ssdq_modules=$mods"
+	initrd_args=(--builtin)
+	: "${SSDQ_ACCEL:=tcg}"
+else
+	kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
+	kernel=/boot/vmlinuz-$kver
+fi
 [[ -r $kernel ]] || die "$kernel not readable (the VM needs root)"
+mem=${SSDQ_VM_MEM:-$mem}
+append="$append${SSDQ_APPEND:+ $SSDQ_APPEND}"
+append=${append# }
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86 missing (run: make deps)"
 
 mkdir -p "$out"
@@ -146,11 +173,11 @@ boot() {
 	fi
 
 	local -a qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}"
-		-smp 2 -m 2048
+		-smp 2 -m "$mem"
 		-nodefaults -nographic -no-reboot -monitor none
 		-serial "file:$log"
 		-kernel "$kernel" -initrd "$initrd"
-		-append "console=ttyS0 quiet panic=-1 mitigations=off ssdq_repo=$SSDQ_REPO ssdq_script=$script"
+		-append "console=ttyS0 quiet panic=-1 mitigations=off ssdq_repo=$SSDQ_REPO ssdq_script=$script${append:+ $append}"
 		-drive "file=$out/ssdq0.img,if=none,id=nvm0,format=raw,cache=writeback,discard=unmap"
 		-device "nvme,serial=ssdq0,drive=nvm0,addr=04.0$nvme_opts"
 		-drive "file=$out/nvmeref.img,if=none,id=nvm1,format=raw,cache=writeback,discard=unmap"
@@ -242,7 +269,7 @@ if ! flock -n 9; then
 fi
 
 # Under the lock, so two callers never build it at once.
-initrd=$("$(dirname "$0")/mkinitramfs.sh")
+initrd=$("$(dirname "$0")/mkinitramfs.sh" "${initrd_args[@]}")
 accel=$(pick_accel)
 case $accel in tcg | kvm) ;; *) die "SSDQ_ACCEL must be tcg or kvm, not '$accel'" ;; esac
 note "booting VM ($accel, timeout ${timeout}s, results in ${out#"$SSDQ_REPO"/})"

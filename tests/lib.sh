@@ -72,6 +72,9 @@ assert_present() { # path
 	ok "$1 present"
 }
 
+# A string as an extended regex that matches only itself.
+re_escape() { sed 's/[][\.*^$()+?{}|]/\\&/g' <<<"$1"; }
+
 # Declare a dmesg line (extended regex) as expected for this test. Without
 # that, run-guest.sh fails the test on any WARNING/BUG/Oops/Call Trace/
 # hung_task line or any warning-or-worse line mentioning the DUT.
@@ -83,9 +86,10 @@ allow_dmesg() {
 # ------------------------------------------------------------------ waits
 
 # wait_for SECS DESCRIPTION CMD...: poll CMD until it succeeds; fail the
-# test after SECS. Never a fixed sleep.
+# test after SECS (times SSDQ_TIMEOUT_SCALE: the debug kernel is slower).
+# Never a fixed sleep.
 wait_for() {
-	local secs=$1 what=$2 end
+	local secs=$(($1 * ${SSDQ_TIMEOUT_SCALE:-1})) what=$2 end
 	shift 2
 	end=$((SECONDS + secs))
 	until "$@"; do
@@ -126,7 +130,8 @@ nvme)
 	exit 2
 	;;
 esac
-DUT_KO=${SSDQ_REPO:-.}/ssdq.ko
+# The debug lane builds its own ssdq.ko against the debug kernel.
+DUT_KO=${SSDQ_KO:-${SSDQ_REPO:-.}/ssdq.ko}
 
 # Pin each controller to its driver: nothing auto-binds here (no udev), but
 # make it explicit so loading nvme can never grab the ssdq controller.
@@ -279,4 +284,85 @@ run_fio() {
 		((r >= want_r)) || fail "fio $tag read $r bytes, want >= $want_r"
 		ok "fio $tag read (verified) $r bytes"
 	fi
+}
+
+# ------------------------------------------------------ kernel checkers
+#
+# What fails a test whatever the test itself asserted (run-guest.sh applies
+# these after every test; the detectors test proves each one fires). On the
+# debug kernel (make check-debug) the checkers that print them are on:
+# KASAN, lockdep, UBSAN, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS, the hung-task
+# detector; kmemleak is asked explicitly after each test's rmmod.
+
+# Lines every test may cause: loading an unsigned out-of-tree module.
+GLOBAL_ALLOW='loading out-of-tree module taints kernel|module verification failed: signature and/or required key missing|ssdqtest: (mark|begin)'
+# A kernel report, from whatever part of the kernel. lockdep's reports start
+# "WARNING: possible ...", KASAN's "BUG: KASAN: ...", DEBUG_ATOMIC_SLEEP's
+# "BUG: sleeping function called from invalid context"; the rest are named
+# for the checker that prints them.
+BAD_ANY='WARNING|\<BUG\>|Oops|Call Trace|hung_task|blocked for more than|general protection fault|Kernel panic|UBSAN|KASAN|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|ODEBUG|suspected memory leak|scheduling while atomic|rcu: INFO'
+
+# Raw dmesg lines ("<prio>[time] text") on stdin -> text of those that
+# break the rules: any kernel report (BAD_ANY), or a warning-or-worse line
+# naming the DUT, unless GLOBAL_ALLOW or the patterns in ALLOWFILE match.
+# Kernel messages have facility 0, so prio = level 0-7; the tests' own
+# /dev/kmsg lines are facility user (prio 8 and up). One pass of greps over
+# the whole stream: a KASAN report is hundreds of lines, and a process per
+# line costs minutes on the debug kernel under TCG.
+dmesg_filter_bad() { # [allowfile]
+	local allow=${1:-/dev/null}
+	[[ -s $allow ]] || allow=/dev/null
+	sed -E 's/^<([0-9]+)>(\[ *[0-9.]+\] )?/P\1 /' |
+		{ grep -E -e "$BAD_ANY" -e "^P[0-4] .*($DUT_MOD|$DISK_NAME_RE)" || true; } |
+		sed -E 's/^P[0-9]+ //' |
+		{ grep -Ev -e "$GLOBAL_ALLOW" || true; } |
+		{ grep -Ev -f "$allow" || true; }
+}
+# DUT disks: ssdq0.. or, for DUT=nvme, nvmeXnY.
+if [[ $DUT == ssdq ]]; then DISK_NAME_RE='ssdq[0-9]'; else DISK_NAME_RE='nvme[0-9]'; fi
+
+# Raw dmesg lines after the last "ssdqtest: mark TAG".
+dmesg_raw_since() { # tag
+	dmesg -r | awk -v m="ssdqtest: mark $1" '
+		index($0, m) { n = NR; delete buf; next }
+		{ buf[NR] = $0 }
+		END { for (i = n + 1; i <= NR; i++) if (i in buf) print buf[i] }'
+}
+
+KMEMLEAK=/sys/kernel/debug/kmemleak
+# kmemleak never reports an object younger than this (MSECS_MIN_AGE).
+KMEMLEAK_MIN_AGE=5
+
+have_kmemleak() { [[ -w $KMEMLEAK ]]; }
+
+# Scan for leaks; print kmemleak's report of those not yet cleared, then
+# clear them (so each leak is reported once). kmemleak reports an object
+# only when it is older than KMEMLEAK_MIN_AGE and its contents did not
+# change since the previous scan, so a new leak needs two scans after that
+# age. Each scan walks all memory: about 13 s on the debug kernel, 1.5 GiB.
+kmemleak_scan() {
+	have_kmemleak || return 0
+	echo scan >"$KMEMLEAK"
+	cat "$KMEMLEAK"
+	echo clear >"$KMEMLEAK"
+}
+
+# For the detectors test only: leaks of objects allocated while it runs
+# are its purpose, not a failure (run-guest.sh's final scan).
+expect_leaks() { [[ -n ${T_DIR:-} ]] && : >"$T_DIR/leaks-expected"; }
+
+# For the detectors test only: its KASAN report turns lockdep off on
+# purpose (run-guest.sh otherwise fails a test that does).
+expect_lockdep_off() { [[ -n ${T_DIR:-} ]] && : >"$T_DIR/lockdep-off-expected"; }
+
+# Number of "unreferenced object" reports in kmemleak_scan output (stdin).
+kmemleak_count() { grep -c '^unreferenced object' || true; }
+
+# The kernel's jiffies now (kmemleak dates each object in jiffies).
+jiffies_now() { awk '$1 == "jiffies:" { print $2; exit }' /proc/timer_list; }
+
+# lockdep's master switch: 1 while it validates, 0 once it has reported
+# something (or hit an internal limit) and turned itself off.
+lockdep_on() {
+	awk '$1 == "debug_locks:" { print $2 }' /proc/lockdep_stats 2>/dev/null
 }

@@ -9,14 +9,19 @@
 # Env: SSDQ_TESTS="load integrity ..." to run a subset (default: all),
 #      SSDQ_SUFFIX appended to every name (e.g. -4k for a second config),
 #      SSDQ_TEST_TIMEOUT default per-test timeout (a test may declare
-#      "# timeout: SECS" in its header).
+#      "# timeout: SECS" in its header), SSDQ_TIMEOUT_SCALE multiplies
+#      both (the debug kernel runs several times slower).
 #
 # Framework rules applied to every test, after it exits:
 #  - it must have made at least one assertion (ok/assert_*),
-#  - the kernel log it caused must not contain WARNING, BUG, Oops,
-#    "Call Trace", hung_task, nor a warning-or-worse line mentioning the DUT,
-#    unless the test declared the line with allow_dmesg,
-#  - a DUT module still loaded is unloaded (and must unload).
+#  - a DUT module still loaded is unloaded (and must unload),
+#  - the kernel log it caused must not contain a kernel report (WARNING,
+#    BUG, Oops, Call Trace, KASAN, UBSAN, lockdep, hung task: BAD_ANY in
+#    lib.sh), nor a warning-or-worse line mentioning the DUT, unless the
+#    test declared the line with allow_dmesg,
+#  - on a kernel with kmemleak (the debug lane): lockdep is still on; and
+#    after the last test, a kmemleak scan finds no leaked object allocated
+#    while the test ran (a second, FAIL, line for that test if it does).
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
 TESTS_DIR=$(pwd -P)
@@ -29,50 +34,78 @@ results=$SSDQ_OUT/results.txt
 mkdir -p "$SSDQ_OUT/logs" "$SSDQ_OUT/t"
 : >"$results"
 
-# Lines every test may cause: loading an unsigned out-of-tree module.
-GLOBAL_ALLOW='loading out-of-tree module taints kernel|module verification failed: signature and/or required key missing|ssdqtest: mark'
-BAD_ANY='WARNING|\<BUG\>|Oops|Call Trace|hung_task|blocked for more than|general protection fault|Kernel panic|UBSAN|KASAN'
-
 test_name() { # tests/10-load.sh -> load
 	local n=${1##*/}
 	n=${n%.sh}
 	echo "${n#[0-9][0-9]-}"
 }
 
-# dmesg lines (raw, "<prio>[time] text") after the begin marker of $1 that
-# break the rules. Kernel messages have facility 0, so prio = level 0-7.
+# dmesg lines after the begin marker of $1 that break the rules (lib.sh).
 dmesg_violations() { # name allowfile
-	local dut_re="$DUT_MOD|${DISK_NAME_RE}"
 	dmesg -r | awk -v m="ssdqtest: begin $1" 'index($0, m) { n = NR; delete b; next } { b[NR] = $0 }
 		END { for (i = n + 1; i <= NR; i++) if (i in b) print b[i] }' |
-		while IFS= read -r line; do
-			prio=${line#<}
-			prio=${prio%%>*}
-			text=$(sed -E 's/^<[0-9]+>(\[ *[0-9.]+\] )?//' <<<"$line")
-			bad=0
-			if grep -Eq "$BAD_ANY" <<<"$text"; then
-				bad=1
-			elif [[ $prio =~ ^[0-9]+$ ]] && ((prio <= 4)) && grep -Eq "$dut_re" <<<"$text"; then
-				bad=1
+		dmesg_filter_bad "$2"
+}
+
+# Debug kernel, after the last test: scan for leaks once every module is
+# gone, and blame each leaked object on the test that was running when it
+# was allocated (kmemleak dates objects in jiffies; $jiffies_log has each
+# test's start). One pass instead of one per test: a scan walks all memory.
+# A test with leaks gets a second, FAIL, line; check.sh keeps the last.
+leak_check() {
+	local rep n name first
+	have_kmemleak || return 0
+	# Let the last test's allocations pass kmemleak's minimum age, then two
+	# scans: the first only records each new object's checksum.
+	sleep $((KMEMLEAK_MIN_AGE + 1))
+	rep=$( {
+		kmemleak_scan
+		kmemleak_scan
+	})
+	printf '%s\n' "$rep" >"$SSDQ_OUT/kmemleak.txt"
+	n=$(kmemleak_count <<<"$rep")
+	echo "kmemleak: $n leaks after the last rmmod" >>"$SSDQ_OUT/logs/kmemleak.log"
+	((n == 0)) && return 0
+	# Per object: "unreferenced object ...", "comm "x", pid N, jiffies J",
+	# hex dump, "backtrace (crc ..):", frames (the allocator first). ->
+	# test name <TAB> object <TAB> the frame below the allocator.
+	awk -v starts="$jiffies_log" '
+		BEGIN { while ((getline l < starts) > 0) { split(l, f, " "); nt++; tn[nt] = f[1]; tj[nt] = f[2] } }
+		/^unreferenced object/ { obj = $0; t = "-"; nf = -1; next }
+		/^  comm .*jiffies/ {
+			j = $NF
+			for (i = 1; i <= nt; i++) if (j + 0 >= tj[i] + 0) t = tn[i]
+			next
+		}
+		/^  backtrace/ { nf = 0; next }
+		nf >= 0 && /^    / {
+			if (++nf == 2) { sub(/^ +/, ""); print t "\t" obj "\t" $0; nf = -1 }
+		}' <<<"$rep" >"$SSDQ_OUT/kmemleak-by-test.txt"
+	cut -f1 "$SSDQ_OUT/kmemleak-by-test.txt" | sort | uniq -c |
+		while read -r n name; do
+			# Boot's own leaks, if any, are in kmemleak.txt, blamed on none.
+			[[ $name == - ]] && continue
+			if [[ -e $SSDQ_OUT/t/$name/leaks-expected ]]; then
+				echo "$name: $n leaked objects, expected" >>"$SSDQ_OUT/logs/kmemleak.log"
+				continue
 			fi
-			((bad)) || continue
-			grep -Eq "$GLOBAL_ALLOW" <<<"$text" && continue
-			[[ -s $2 ]] && grep -Eqf "$2" <<<"$text" && continue
-			echo "$text"
+			first=$(awk -F'\t' -v n="$name" '$1 == n { print $3; exit }' "$SSDQ_OUT/kmemleak-by-test.txt")
+			echo "FAIL $name: kmemleak: $n objects allocated during the test leaked, e.g. from $first (kmemleak.txt)" |
+				tee -a "$results"
 		done
 }
-# DUT disks: ssdq0.. or, for DUT=nvme, nvmeXnY.
-if [[ $DUT == ssdq ]]; then DISK_NAME_RE='ssdq[0-9]'; else DISK_NAME_RE='nvme[0-9]'; fi
 
 run_one() { # script
-	local script=$1 name tmo rc reason v
+	local script=$1 name tmo rc reason v lockdep_was
 	name=$(test_name "$script")${SSDQ_SUFFIX:-}
 	tmo=$(sed -nE 's/^# timeout: ([0-9]+).*/\1/p' "$script" | head -n1)
-	tmo=${tmo:-${SSDQ_TEST_TIMEOUT:-300}}
+	tmo=$((${tmo:-${SSDQ_TEST_TIMEOUT:-300}} * ${SSDQ_TIMEOUT_SCALE:-1}))
 	export T_DIR=$SSDQ_OUT/t/$name
 	rm -rf "$T_DIR"
 	mkdir -p "$T_DIR"
 	local logf=$SSDQ_OUT/logs/$name.log
+	lockdep_was=$(lockdep_on)
+	have_kmemleak && echo "$name $(jiffies_now)" >>"$jiffies_log"
 	echo "ssdqtest: begin $name" >/dev/kmsg
 	echo "=== $name (timeout ${tmo}s)" >"$logf"
 	local t0=$SECONDS
@@ -104,6 +137,9 @@ run_one() { # script
 		timeout 60 modprobe -r nvme >>"$logf" 2>&1 || reason=${reason:-"teardown: modprobe -r nvme (reference) failed"}
 	fi
 
+	if [[ $(lockdep_on) == 0 && $lockdep_was == 1 && ! -e $T_DIR/lockdep-off-expected ]]; then
+		reason=${reason:-"lockdep turned itself off during the test (see dmesg)"}
+	fi
 	v=$(dmesg_violations "$name" "$T_DIR/allow")
 	if [[ -n $v ]]; then
 		{ echo "unexpected kernel messages:"; echo "$v"; } >>"$logf"
@@ -119,6 +155,10 @@ run_one() { # script
 }
 
 set_overrides
+jiffies_log=$SSDQ_OUT/test-jiffies.txt
+: >"$jiffies_log"
+# Debug kernel: every hang is reported, not only the first ten.
+have_kmemleak && echo -1 >/proc/sys/kernel/hung_task_warnings
 scripts=()
 if [[ -n ${SSDQ_TESTS:-} ]]; then
 	for n in $SSDQ_TESTS; do
@@ -132,6 +172,7 @@ fi
 for s in "${scripts[@]}"; do
 	run_one "$s"
 done
+leak_check
 dmesg >"$SSDQ_OUT/dmesg.txt"
 sync
 nfail=$(grep -c '^FAIL' "$results")
