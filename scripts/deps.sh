@@ -12,6 +12,8 @@ pkgs=(
 	sparse shellcheck
 	qemu-system-x86 busybox-static
 	fio nvme-cli
+	libaio-dev # the tests' static fio (scripts/test-fio.sh)
+	openssl    # the tests' data patterns (tests/lib.sh)
 	# building the debug kernel (make check-debug)
 	bc bison flex libelf-dev libssl-dev
 )

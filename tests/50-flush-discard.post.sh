@@ -5,8 +5,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 img=$SSDQ_OUT/ssdq0.img
-pat=$SSDQ_OUT/discard-pattern.bin
-[[ -s $pat ]] || fail "post: $pat missing"
+pat=$(pattern_file discard-pattern.bin "$REG_DISCARD_LEN")
 out=$(cmp -n "$REG_ZERO_LEN" -i "$REG_ZERO_OFF:0" "$img" /dev/zero 2>&1) ||
 	fail "post: write-zeroed range not zero in the image: $out"
 ok "image: write-zeroed range is zero"

@@ -10,7 +10,7 @@ cd /tmp
 
 TRACE=${SSDQ_QEMU_TRACE:-}
 [[ -n $TRACE && -r $TRACE ]] || fail "QEMU doorbell trace not available (SSDQ_QEMU_TRACE='$TRACE')"
-NR_IOS=8000
+NR_IOS=$((8000 / IO_DIV))
 
 # The trace does not name the controller: keep the reference one unbound,
 # so every I/O queue doorbell in it is the DUT's.
@@ -113,16 +113,17 @@ flipper() {
 		echo $((i & 1)) >"/sys/block/$DISK/plugging/batching"
 		echo $(((i >> 1) & 1)) >"/sys/block/$DISK/plugging/shadow_doorbells"
 		i=$((i + 1))
-		sleep 0.02
+		nap 0.02
 	done
 	echo "$i" >"$T_DIR/flips"
 }
 rm -f "$T_DIR/stop"
 flipper &
 fpid=$!
-run_fio flip $((32 * MiB)) $((32 * MiB)) --name=flip --filename="$DEV" --direct=1 \
-	--ioengine=io_uring --rw=randwrite --bssplit=4k/60:16k/20:128k/20 --size=32m \
-	--offset="$REG_INTEGRITY_OFF" --offset_increment=32m --iodepth=32 --iodepth_batch_submit=16 \
+fsz=$((32 * MiB / IO_DIV)) # per job
+run_fio flip $((2 * fsz)) $((2 * fsz)) --name=flip --filename="$DEV" --direct=1 \
+	--ioengine=io_uring --rw=randwrite --bssplit=4k/60:16k/20:128k/20 --size="$fsz" \
+	--offset="$REG_INTEGRITY_OFF" --offset_increment="$fsz" --iodepth=32 --iodepth_batch_submit=16 \
 	--iodepth_batch_complete_min=4 --verify=crc32c --verify_state_save=0 --numjobs=2
 touch "$T_DIR/stop"
 wait "$fpid"

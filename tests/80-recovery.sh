@@ -102,7 +102,7 @@ r0=$(rec resets)
 rm -f "$T_DIR/stop"
 (
 	for _ in 1 2 3; do
-		sleep 1
+		nap 1
 		echo 1 >"/sys/block/$DISK/recovery/reset"
 	done
 	touch "$T_DIR/resets-done"

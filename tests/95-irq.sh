@@ -101,17 +101,18 @@ rm -f "$T_DIR/stop"
 	while [[ ! -e $T_DIR/stop ]]; do
 		echo irqpoll >"$IRQ/mode"
 		echo $(((i % 3) * 500)) >"$IRQ/defer_us"
-		sleep 0.05
+		nap 0.05
 		echo direct >"$IRQ/mode"
-		sleep 0.05
+		nap 0.05
 		i=$((i + 1))
 	done
 	echo "$i" >"$T_DIR/flips"
 ) &
 fpid=$!
-run_fio flip $((32 * MiB)) $((32 * MiB)) --name=flip --filename="$DEV" --direct=1 \
-	--ioengine=io_uring --rw=randwrite --bssplit=4k/60:16k/20:128k/20 --size=16m \
-	--offset="$REG_INTEGRITY_OFF" --offset_increment=16m --iodepth=16 --numjobs=2 \
+fsz=$((16 * MiB / IO_DIV)) # per job
+run_fio flip $((2 * fsz)) $((2 * fsz)) --name=flip --filename="$DEV" --direct=1 \
+	--ioengine=io_uring --rw=randwrite --bssplit=4k/60:16k/20:128k/20 --size="$fsz" \
+	--offset="$REG_INTEGRITY_OFF" --offset_increment="$fsz" --iodepth=16 --numjobs=2 \
 	--verify=crc32c --verify_state_save=0
 touch "$T_DIR/stop"
 wait "$fpid"

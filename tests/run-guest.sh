@@ -10,7 +10,10 @@
 #      SSDQ_SUFFIX appended to every name (e.g. -4k for a second config),
 #      SSDQ_TEST_TIMEOUT default per-test timeout (a test may declare
 #      "# timeout: SECS" in its header), SSDQ_TIMEOUT_SCALE multiplies
-#      both (the debug kernel runs several times slower).
+#      both (the debug kernel runs several times slower),
+#      SSDQ_FIO_DIR put first on PATH (check.sh: scripts/test-fio.sh's),
+#      SSDQ_XTRACE=1 traces each test with a timestamp on every line
+#      (where the time goes: the debug lane pays about 1 s per process).
 #
 # Framework rules applied to every test, after it exits:
 #  - it must have made at least one assertion (ok/assert_*),
@@ -111,7 +114,12 @@ run_one() { # script
 	local t0=$SECONDS
 	rc=0
 	# cwd = the test's scratch dir: fio leaves state files in its cwd.
-	(cd "$T_DIR" && timeout -k 10 "$tmo" bash "$script") >>"$logf" 2>&1 || rc=$?
+	local -a sh=(bash)
+	# Traced: PS4 set inside (bash ignores an inherited PS4 when root).
+	[[ -n ${SSDQ_XTRACE:-} ]] &&
+		sh=(bash -c 'PS4="+ \${EPOCHREALTIME} \${BASH_SOURCE[0]##*/}:\${LINENO} "; set -x; . "$0"')
+	(cd "$T_DIR" && timeout -k 10 "$tmo" "${sh[@]}" "$script") >>"$logf" 2>&1 || rc=$?
+	local t1=$SECONDS
 	reason=
 	if ((rc == 124 || rc == 137)); then
 		reason="timed out after ${tmo}s"
@@ -145,7 +153,7 @@ run_one() { # script
 		{ echo "unexpected kernel messages:"; echo "$v"; } >>"$logf"
 		reason=${reason:-"dmesg: $(head -n1 <<<"$v")"}
 	fi
-	echo "--- $((SECONDS - t0))s" >>"$logf"
+	echo "--- $((SECONDS - t0))s (test $((t1 - t0))s)" >>"$logf"
 	if [[ -z $reason ]]; then
 		echo "PASS $name" | tee -a "$results"
 	else
@@ -154,6 +162,10 @@ run_one() { # script
 	fi
 }
 
+if [[ -n ${SSDQ_FIO_DIR:-} ]]; then
+	export PATH=$SSDQ_FIO_DIR:$PATH
+fi
+echo "fio: $(command -v fio) ($(fio --version))" >"$SSDQ_OUT/logs/fio.log"
 set_overrides
 jiffies_log=$SSDQ_OUT/test-jiffies.txt
 : >"$jiffies_log"
