@@ -23,11 +23,8 @@ FAULT=$DBG/fault
 # What recovery logs is expected here; anything else still fails the test.
 allow_dmesg 'resetting the controller|timed out|completed without an interrupt|not in flight, ignored|reset done'
 
-counter() { # file name
-	awk -v k="$2" '$1 == k { print $2 }' "$1"
-}
-rec() { counter "$DBG/recovery" "$1"; }
-injected() { counter "$FAULT/injected" "$1"; }
+rec() { kv_get "$DBG/recovery" "$1"; }
+injected() { kv_get "$FAULT/injected" "$1"; }
 
 # fio verify job on its own region: random writes of mixed sizes, then a
 # verified read of everything.

@@ -24,7 +24,7 @@ else
 	allow_dmesg 'timeout, aborting|timeout, reset controller|Abort status|resetting controller'
 fi
 DBG=/sys/kernel/debug/ssdq/$DISK
-rec() { awk -v k="$1" '$1 == k { print $2 }' "$DBG/recovery"; }
+rec() { kv_get "$DBG/recovery" "$1"; }
 
 # Every completion on the disk is a candidate until N have been swallowed;
 # verbose=1: one notice per injection, no stack dump.
