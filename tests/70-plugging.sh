@@ -16,6 +16,9 @@ NR_IOS=$((8000 / IO_DIV))
 # so every I/O queue doorbell in it is the DUT's.
 [[ -d /sys/module/nvme && $DUT == ssdq ]] && modprobe -r nvme
 dut_load
+# No merging: each fio I/O is one request, so the driver's counts compare
+# exactly with fio's (reads of neighbouring blocks may otherwise merge).
+echo 2 >"/sys/block/$DISK/queue/nomerges"
 
 # Device side: SQ doorbell writes to I/O queues (sqid >= 1) so far.
 trace_sq_doorbells() {

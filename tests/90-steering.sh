@@ -52,7 +52,7 @@ measure() { # mode
 	LOCAL=$(($(stat_of local) - l0)) REMOTE=$(($(stat_of remote) - r0))
 	IPIS=$(($(stat_of ipis) - i0)) REQS=$(($(stat_of ipi_requests) - q0))
 	log "$1: local=$LOCAL remote=$REMOTE ipis=$IPIS requests_by_ipi=$REQS"
-	# fio's number_ios may stop an I/O short of the count.
+	# Reads of neighbouring blocks in one batch may merge into one request.
 	assert_gt "$1: completions counted" "$((LOCAL + REMOTE))" $((2 * NIOS - 100))
 }
 

@@ -13,6 +13,9 @@ cd /tmp
 	exit 0
 }
 dut_load poll_queues=1
+# No merging: each fio I/O is one request, so the driver's counts compare
+# exactly with fio's (reads of neighbouring blocks may otherwise merge).
+echo 2 >"/sys/block/$DISK/queue/nomerges"
 STATS=/sys/kernel/debug/ssdq/$DISK/irq
 IRQ=/sys/block/$DISK/irq
 # Deferred re-arm: look again every 300 us, unmask after 4 empty looks.
