@@ -81,25 +81,42 @@ struct ssdq_recovery_stats {
 	atomic64_t lost_interrupts;	/* timeouts the CQ poll resolved */
 	atomic64_t aborts;		/* NVMe Aborts sent */
 	atomic64_t aborts_refused;	/* ... answered "not aborted" */
-	atomic64_t resets;
+	atomic64_t resets;		/* sysfs, timeout and PCI resets */
 	atomic64_t reset_failures;
+	atomic64_t pci_resets;		/* ... of which the PCI core's (FLR) */
+	atomic64_t fatal_status;	/* timeouts that found CSTS.CFS */
+	atomic64_t admin_timeouts;	/* admin commands that never completed */
 	atomic64_t requeued;		/* requests a reset ran again */
+	atomic64_t retried;		/* ... an error status without DNR did */
 	atomic64_t bad_cqes;		/* CQEs naming no request in flight */
 	atomic64_t last_recovery_ms;	/* issue to recovery, last timeout */
 };
 
-/* fault.c's knobs (armed counts) and what they did. */
+/*
+ * fault.c's knobs: armed counts (the next N events), or settings (delay_ms,
+ * slow_enable_ms); and what they did. The order of the kinds is that of
+ * the knob table in fault.c and of fault/injected.
+ */
+enum ssdq_fault_kind {
+	SSDQ_FAULT_DROP_COMPLETION,
+	SSDQ_FAULT_DROP_IRQ,
+	SSDQ_FAULT_DELAY_COMPLETION,
+	SSDQ_FAULT_BAD_CID,
+	SSDQ_FAULT_ABORT_COMPLETION,	/* CQE says "Command Abort Requested" */
+	SSDQ_FAULT_RETRY_COMPLETION,	/* CQE says "Namespace Not Ready" */
+	SSDQ_FAULT_DROP_ADMIN,		/* admin CQE never handed up */
+	SSDQ_FAULT_FAIL_DISABLE,	/* CC.EN = 0 does not take */
+	SSDQ_FAULT_FATAL_STATUS,	/* timeout reads CSTS.CFS */
+	SSDQ_FAULT_REFUSE_DBBUF,	/* Doorbell Buffer Config refused */
+	SSDQ_FAULT_NR_KINDS,
+};
+
 struct ssdq_fault {
 	bool armed;
-	atomic_t drop_completions;
-	atomic_t drop_irqs;
-	atomic_t delay_completions;
+	atomic_t left[SSDQ_FAULT_NR_KINDS];
+	atomic64_t done[SSDQ_FAULT_NR_KINDS];
 	atomic_t delay_ms;
-	atomic_t bad_cids;
-	atomic64_t dropped_completions;
-	atomic64_t dropped_irqs;
-	atomic64_t delayed_completions;
-	atomic64_t bad_cids_sent;
+	atomic_t slow_enable_ms;
 	struct llist_head delayed;
 	struct delayed_work delay_work;
 };
@@ -206,11 +223,16 @@ struct ssdq_dev {
 	unsigned long flags;
 #define SSDQ_DEAD	0		/* controller disabled for good */
 	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
+	struct work_struct reset_work;	/* a reset asked for through sysfs */
+	int reset_result;		/* ... and how it went */
+	ktime_t pci_reset_start;	/* a PCI reset (FLR) under way */
+	bool pci_reset_stopped;		/* ... took the requests back */
 	struct ssdq_recovery_stats recovery;
 	struct ssdq_fault fault;
 
 	/* What Identify told us. */
 	u32 max_transfer;		/* bytes */
+	u32 dmrsl;			/* blocks in one discard range, 0: any */
 	u16 oacs;
 	u16 oncs;
 	u8 vwc;
@@ -297,6 +319,7 @@ irqreturn_t ssdq_irq(int irq, void *data);
 void ssdq_irq_init_queue(struct ssdq_queue *q);
 void ssdq_queue_quiesce_reapers(struct ssdq_queue *q);
 void ssdq_queue_resume_reapers(struct ssdq_queue *q);
+void ssdq_queue_stop_irqpoll(struct ssdq_queue *q);
 int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob);
 void ssdq_irq_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_irq_attr_group;
@@ -317,13 +340,13 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev);
 int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 			      unsigned int nr_poll);
 void ssdq_ctrl_teardown(struct ssdq_dev *dev);
-void ssdq_ctrl_shutdown(struct ssdq_dev *dev);
 void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
 int ssdq_ctrl_restart(struct ssdq_dev *dev);
 void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
 int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		    u32 *result);
-int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown);
+int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
+bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
 
 /* blk.c */
 int ssdq_blk_init(struct ssdq_dev *dev);
@@ -346,23 +369,30 @@ int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues);
 int ssdq_dbbuf_config(struct ssdq_dev *dev);
 void ssdq_dbbuf_init_queue(struct ssdq_queue *q);
 void ssdq_dbbuf_free(struct ssdq_dev *dev);
+void ssdq_dbbuf_abandon(struct ssdq_dev *dev);
 void ssdq_plug_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_plug_attr_group;
 
 /* recovery.c */
 enum blk_eh_timer_return ssdq_timeout(struct request *req);
+void ssdq_recovery_init(struct ssdq_dev *dev);
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
-bool ssdq_requeue_cancelled(struct ssdq_dev *dev, struct request *req);
+void ssdq_dev_shutdown(struct ssdq_dev *dev);
+void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
+void ssdq_pci_reset_done(struct ssdq_dev *dev);
+bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);
 void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_recovery_attr_group;
 
 /* fault.c */
 void ssdq_fault_init(struct ssdq_dev *dev);
 void ssdq_fault_debugfs_init(struct ssdq_dev *dev);
+bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind);
 bool ssdq_fault_drop_irq(struct ssdq_queue *q);
-bool ssdq_fault_drop_completion(struct ssdq_dev *dev);
 bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
+u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, u16 status);
+unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
 void ssdq_fault_flush(struct ssdq_dev *dev);
 
 static inline bool ssdq_dead(struct ssdq_dev *dev)

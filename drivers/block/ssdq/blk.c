@@ -310,7 +310,8 @@ static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
 
 /*
  * The end of every request: blk-mq's ->complete, and what steer.c calls in
- * place or from its IPI.
+ * place or from its IPI. A request that failed may be run again
+ * (recovery.c decides); the rest end here with their status.
  */
 void ssdq_complete_rq(struct request *req)
 {
@@ -319,9 +320,7 @@ void ssdq_complete_rq(struct request *req)
 
 	ssdq_steer_account(dev, req);
 	ssdq_unmap_data(dev, req);
-	if (unlikely(status == NVME_SC_HOST_ABORTED_CMD ||
-		     status == NVME_SC_ABORT_REQ) &&
-	    ssdq_requeue_cancelled(dev, req))
+	if (unlikely(status) && ssdq_retry_rq(dev, req, status))
 		return;
 	blk_mq_end_request(req, ssdq_error_status(dev, req, status));
 }
@@ -344,15 +343,22 @@ static void ssdq_complete_batch(struct io_comp_batch *iob)
  * Called by an I/O queue's reaper for each CQE. The command id comes from
  * the device: one that names no request in flight is reported and dropped,
  * never followed.
+ *
+ * The reaper owns what it reaps: it marks the request complete before
+ * handing it anywhere (an IPI list, the poller's io_comp_batch, blk-mq), so
+ * that a reset's cancel (ssdq_cancel_rq), which takes back only requests
+ * still in flight, can never complete it a second time.
  */
 void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 		      struct io_comp_batch *iob)
 {
 	struct ssdq_dev *dev = q->dev;
 	u16 cid = READ_ONCE(cqe->command_id);
+	bool faults = unlikely(READ_ONCE(dev->fault.armed));
+	struct ssdq_iod *iod;
 	struct request *req;
 
-	if (unlikely(READ_ONCE(dev->fault.armed)))
+	if (faults)
 		cid = ssdq_fault_cqe_cid(q, cid);
 	req = blk_mq_tag_to_rq(q->tags, cid & SSDQ_CID_TAG_MASK);
 	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT ||
@@ -363,15 +369,20 @@ void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 				     q->qid, cid);
 		return;
 	}
-	ssdq_iod(req)->nvme_status = le16_to_cpu(cqe->status) >> 1;
+	iod = ssdq_iod(req);
+	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
 	/* The block layer's fail_io_timeout: pretend the CQE never came. */
 	if (blk_should_fake_timeout(req->q))
 		return;
-	if (unlikely(READ_ONCE(dev->fault.armed)) &&
-	    (ssdq_fault_drop_completion(dev) || ssdq_fault_delay(dev, req)))
-		return;
+	if (faults) {
+		iod->nvme_status = ssdq_fault_cqe_status(dev, iod->nvme_status);
+		if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_COMPLETION) ||
+		    ssdq_fault_delay(dev, req))
+			return;
+	}
+	blk_mq_set_request_complete(req);
 	if (q->polled) {
-		if (!blk_mq_add_to_batch(req, iob, ssdq_iod(req)->nvme_status,
+		if (!blk_mq_add_to_batch(req, iob, iod->nvme_status,
 					 ssdq_complete_batch))
 			ssdq_complete_rq(req);
 		return;
@@ -475,7 +486,12 @@ static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
 	lim->dma_alignment = 3;		/* PRP entries are dword aligned */
 
 	if (dev->oncs & NVME_CTRL_ONCS_DSM) {
+		/* One range per command, at most DMRSL blocks long. */
 		lim->max_hw_discard_sectors = UINT_MAX;
+		if (dev->dmrsl &&
+		    dev->dmrsl <= UINT_MAX >> (dev->lba_shift - SECTOR_SHIFT))
+			lim->max_hw_discard_sectors =
+				dev->dmrsl << (dev->lba_shift - SECTOR_SHIFT);
 		lim->max_discard_segments = 1;
 		lim->discard_granularity = block;
 	}

@@ -22,6 +22,9 @@ static int ssdq_wait_ready(struct ssdq_dev *dev, bool ready)
 {
 	unsigned int to_ms = (NVME_CAP_TIMEOUT(dev->cap) + 1) * 500;
 	unsigned long deadline = jiffies + msecs_to_jiffies(to_ms);
+	/* fault.c's slow_enable_ms: a controller slow to become ready. */
+	unsigned long not_before = jiffies +
+				   (ready ? ssdq_fault_slow_enable(dev) : 0);
 	u32 want = ready ? NVME_CSTS_RDY : 0;
 	u32 csts;
 
@@ -31,7 +34,8 @@ static int ssdq_wait_ready(struct ssdq_dev *dev, bool ready)
 			dev_err(&dev->pdev->dev, "controller stopped responding\n");
 			return -ENODEV;
 		}
-		if ((csts & NVME_CSTS_RDY) == want)
+		if ((csts & NVME_CSTS_RDY) == want &&
+		    !time_before(jiffies, not_before))
 			return 0;
 		if (ready && (csts & NVME_CSTS_CFS)) {
 			dev_err(&dev->pdev->dev,
@@ -75,8 +79,13 @@ static int ssdq_wait_shutdown(struct ssdq_dev *dev)
  * cache first; a plain disable (CC.EN = 0) is immediate and is also the
  * fallback when the shutdown does not finish.
  */
-int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown)
+static int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown)
 {
+	if (ssdq_fault_take(dev, SSDQ_FAULT_FAIL_DISABLE)) {
+		dev_err(&dev->pdev->dev,
+			"controller not disabled (fault injected)\n");
+		return -ETIMEDOUT;
+	}
 	if (shutdown && !ssdq_dead(dev)) {
 		dev->ctrl_config &= ~NVME_CC_SHN_MASK;
 		dev->ctrl_config |= NVME_CC_SHN_NORMAL;
@@ -89,6 +98,31 @@ int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown)
 	return ssdq_wait_ready(dev, false);
 }
 
+/*
+ * Make sure the controller can no longer DMA: disable it, and if it will not
+ * disable, take its bus mastering away, as the caller is about to fail
+ * requests it may still write into, or free memory it may still use.
+ * Returns 0 if it disabled and may be enabled again.
+ */
+int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown)
+{
+	int ret = ssdq_ctrl_disable(dev, shutdown);
+
+	if (ret)
+		pci_clear_master(dev->pdev);
+	return ret;
+}
+
+/* Has the controller given up on itself (CSTS.CFS), or gone (all ones)? */
+bool ssdq_ctrl_fatal(struct ssdq_dev *dev)
+{
+	u32 csts = ssdq_csts(dev);
+
+	if (ssdq_fault_take(dev, SSDQ_FAULT_FATAL_STATUS))
+		csts |= NVME_CSTS_CFS;
+	return csts == ~0U || (csts & NVME_CSTS_CFS);
+}
+
 static int ssdq_ctrl_enable(struct ssdq_dev *dev)
 {
 	dev->ctrl_config = NVME_CC_CSS_NVM | NVME_CC_AMS_RR | NVME_CC_SHN_NONE |
@@ -96,6 +130,14 @@ static int ssdq_ctrl_enable(struct ssdq_dev *dev)
 			   NVME_CC_IOSQES | NVME_CC_IOCQES | NVME_CC_ENABLE;
 	writel(dev->ctrl_config, dev->bar + NVME_REG_CC);
 	return ssdq_wait_ready(dev, true);
+}
+
+/* How many queue pairs' doorbells fit in BAR0. */
+static unsigned int ssdq_bar_max_queues(struct ssdq_dev *dev)
+{
+	resource_size_t db_bytes = dev->bar_len - NVME_REG_DBS;
+
+	return db_bytes / (2 * 4 * dev->db_stride);
 }
 
 /* Map BAR0 and read what the controller can do before touching it. */
@@ -107,7 +149,6 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	ret = pcim_enable_device(pdev);
 	if (ret)
 		return ret;
-	pci_set_master(pdev);
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		return ret;
@@ -128,6 +169,13 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	dev->cap = lo_hi_readq(dev->bar + NVME_REG_CAP);
 	dev->db_stride = 1U << NVME_CAP_STRIDE(dev->cap);
 	dev->dbs = dev->bar + NVME_REG_DBS;
+	/* A large CAP.DSTRD spreads the doorbells out, maybe past BAR0. */
+	if (ssdq_bar_max_queues(dev) < 2) {
+		dev_err(&pdev->dev,
+			"BAR0 is %pa bytes, no room for I/O queue doorbells %u bytes apart\n",
+			&dev->bar_len, 4 * dev->db_stride);
+		return -ENODEV;
+	}
 
 	if (!(NVME_CAP_CSS(dev->cap) & NVME_CAP_CSS_NVM)) {
 		dev_err(&pdev->dev, "controller lacks the NVM command set\n");
@@ -138,14 +186,6 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 		return -ENODEV;
 	}
 	return 0;
-}
-
-/* How many queue pairs' doorbells fit in BAR0. */
-static unsigned int ssdq_bar_max_queues(struct ssdq_dev *dev)
-{
-	resource_size_t db_bytes = dev->bar_len - NVME_REG_DBS;
-
-	return db_bytes / (2 * 4 * dev->db_stride);
 }
 
 static int ssdq_request_queue_irq(struct ssdq_queue *q)
@@ -181,6 +221,8 @@ static int ssdq_ctrl_start(struct ssdq_dev *dev)
 	lo_hi_writeq(aq->cq_dma, dev->bar + NVME_REG_ACQ);
 	/* From here on the controller may use the rings: teardown disables it. */
 	aq->created = true;
+	/* Bus mastering may have been taken from a controller that hung. */
+	pci_set_master(dev->pdev);
 	return ssdq_ctrl_enable(dev);
 }
 
@@ -194,7 +236,7 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 	struct ssdq_queue *aq = &dev->queues[0];
 	int ret;
 
-	ret = ssdq_ctrl_disable(dev, false);
+	ret = ssdq_ctrl_stop_dma(dev, false);
 	if (ret)
 		return ret;
 	ret = ssdq_queue_alloc(dev, 0, SSDQ_ADMIN_DEPTH);
@@ -212,6 +254,23 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 }
 
 /*
+ * An admin command never completed, not even by a look at the CQ. The
+ * controller still owns it and whatever buffer it names (Identify data,
+ * shadow doorbell pages), so stop the controller before the caller frees
+ * them, and keep further admin commands off it until it is started again
+ * (a reset, or nothing: teardown has nothing more to ask).
+ */
+static void ssdq_admin_timed_out(struct ssdq_dev *dev, u8 opcode)
+{
+	dev_err(&dev->pdev->dev,
+		"admin command %#x timed out after %u s, stopping the controller\n",
+		opcode, ssdq_params.admin_timeout);
+	atomic64_inc(&dev->recovery.admin_timeouts);
+	ssdq_ctrl_stop_dma(dev, false);
+	dev->queues[0].created = false;
+}
+
+/*
  * Run one admin command and wait for it. Returns 0, a negative errno when it
  * could not run, or the positive NVMe status (SCT/SC) it failed with.
  */
@@ -223,13 +282,17 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 	int ret;
 
 	mutex_lock(&dev->admin_lock);
-	if (ssdq_dead(dev)) {
+	if (ssdq_dead(dev) || !aq->created) {
 		ret = -ENODEV;
 		goto out;
 	}
-	reinit_completion(&dev->admin_done);
-	/* A fresh id per command, so a late CQE of an old one is recognised. */
+	/*
+	 * A fresh id per command, so a CQE of an older one is recognised; set
+	 * before the completion is re-armed. (A timed-out command cannot
+	 * complete late: its controller was stopped.)
+	 */
 	WRITE_ONCE(dev->admin_cid, dev->admin_cid + 1);
+	reinit_completion(&dev->admin_done);
 	cmd->common.command_id = dev->admin_cid;
 
 	spin_lock(&aq->sq_lock);
@@ -242,9 +305,7 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		/* Perhaps only the interrupt got lost. */
 		ssdq_cq_reap_exclusive(aq);
 		if (!try_wait_for_completion(&dev->admin_done)) {
-			dev_err(&dev->pdev->dev,
-				"admin command %#x timed out after %u s\n",
-				cmd->common.opcode, ssdq_params.admin_timeout);
+			ssdq_admin_timed_out(dev, cmd->common.opcode);
 			ret = -ETIMEDOUT;
 			goto out;
 		}
@@ -268,12 +329,14 @@ void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
 				     cqe->command_id);
 		return;
 	}
+	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
+		return;
 	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
 	dev->admin_result = le32_to_cpu(cqe->result.u32);
 	complete(&dev->admin_done);
 }
 
-static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid,
+static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid, u8 csi,
 			 dma_addr_t buf)
 {
 	struct nvme_command c = { };
@@ -281,6 +344,7 @@ static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid,
 	c.identify.opcode = nvme_admin_identify;
 	c.identify.nsid = cpu_to_le32(nsid);
 	c.identify.cns = cns;
+	c.identify.csi = csi;
 	c.identify.dptr.prp1 = cpu_to_le64(buf);
 	return ssdq_admin_exec(dev, &c, NULL);
 }
@@ -315,6 +379,32 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 	mdts_shift = id->mdts + 12 + NVME_CAP_MPSMIN(dev->cap);
 	if (id->mdts && mdts_shift < 31)
 		dev->max_transfer = min(dev->max_transfer, 1U << mdts_shift);
+	/* Nor more than the DMA layer maps at once (swiotlb: 256 KiB). */
+	dev->max_transfer = min_t(size_t, dev->max_transfer,
+				  round_down(dma_opt_mapping_size(&dev->pdev->dev),
+					     SSDQ_CTRL_PAGE_SIZE));
+	return 0;
+}
+
+/*
+ * The NVM command set's own limits (Identify CNS 06h): DMRSL, the most
+ * blocks one Dataset Management range may name. A controller that does not
+ * know this Identify (before NVMe 1.4) has none.
+ */
+static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
+				    dma_addr_t dma)
+{
+	struct nvme_id_ctrl_nvm *id = buf;
+	int ret;
+
+	if (!(dev->oncs & NVME_CTRL_ONCS_DSM))
+		return 0;
+	ret = ssdq_identify(dev, NVME_ID_CNS_CS_CTRL, 0, NVME_CSI_NVM, dma);
+	if (ret > 0)
+		return 0;
+	if (ret)
+		return ret;
+	dev->dmrsl = le32_to_cpu(id->dmrsl);
 	return 0;
 }
 
@@ -358,7 +448,7 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 	if (!buf)
 		return -ENOMEM;
 
-	ret = ssdq_identify(dev, NVME_ID_CNS_CTRL, 0, dma);
+	ret = ssdq_identify(dev, NVME_ID_CNS_CTRL, 0, 0, dma);
 	if (ret) {
 		dev_err(dmadev, "Identify Controller failed (%d)\n", ret);
 		goto out;
@@ -366,9 +456,14 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 	ret = ssdq_parse_id_ctrl(dev, buf);
 	if (ret)
 		goto out;
+	ret = ssdq_identify_nvm_limits(dev, buf, dma);
+	if (ret) {
+		dev_err(dmadev, "Identify Controller (NVM) failed (%d)\n", ret);
+		goto out;
+	}
 
 	dev->nsid = 1;
-	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, dma);
+	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, 0, dma);
 	if (ret) {
 		dev_err(dmadev, "Identify Namespace failed (%d)\n", ret);
 		goto out;
@@ -543,8 +638,9 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 
 /*
  * Stop the controller and release everything ssdq_ctrl_init_admin() and
- * ssdq_ctrl_setup_io_queues() set up. The rings are freed only after the
- * controller is shut down or disabled, so it can no longer DMA into them.
+ * ssdq_ctrl_setup_io_queues() set up. The rings, the shadow doorbell pages
+ * and the vectors are freed only after the controller is shut down or
+ * disabled and has lost bus mastering, so it can no longer DMA into them.
  */
 void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 {
@@ -562,15 +658,14 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 	if (dev->queues[0].created)
 		ssdq_ctrl_disable(dev, true);
 	dev->queues[0].created = false;
+	pci_clear_master(dev->pdev);
 
 	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
 		struct ssdq_queue *q = &dev->queues[qid];
 
 		/* A deferred re-arm may still be polling: stop it first. */
-		if (q->irq_requested && qid) {
-			irq_poll_disable(&q->iop);
-			hrtimer_cancel(&q->defer_timer);
-		}
+		if (q->irq_requested && qid)
+			ssdq_queue_stop_irqpoll(q);
 		ssdq_free_queue_irq(q);
 	}
 	pci_free_irq_vectors(dev->pdev);
@@ -608,8 +703,14 @@ int ssdq_ctrl_restart(struct ssdq_dev *dev)
 	if (ret)
 		return ret;
 	ret = ssdq_dbbuf_config(dev);
-	if (ret)
-		return ssdq_status_errno(ret);
+	if (ret < 0)
+		return ret;
+	if (ret) {
+		dev_warn(&dev->pdev->dev,
+			 "Doorbell Buffer Config refused after reset (status %#x), MMIO doorbells only\n",
+			 ret);
+		ssdq_dbbuf_abandon(dev);
+	}
 	ret = ssdq_set_queue_count(dev, &nr);
 	if (ret)
 		return ret;
@@ -627,9 +728,3 @@ int ssdq_ctrl_restart(struct ssdq_dev *dev)
 	return 0;
 }
 
-/* System shutdown: let the controller flush its cache, nothing else. */
-void ssdq_ctrl_shutdown(struct ssdq_dev *dev)
-{
-	if (dev->queues[0].created)
-		ssdq_ctrl_disable(dev, true);
-}

@@ -9,9 +9,24 @@
  *   drop_completions  reap the next N CQEs but never hand them up
  *   drop_irqs         ignore the next N I/O queue interrupts
  *   delay_completions hold the next N completions back by delay_ms
- *   delay_ms          how long (0-60000)
  *   bad_cids          make the next N CQEs name a command id that is out of
  *                     range or of a stale generation (alternately)
+ *   abort_completions the next N CQEs say "Command Abort Requested": what a
+ *                     controller that honours an Abort answers (QEMU 7.2
+ *                     never does)
+ *   retry_completions the next N CQEs say "Namespace Not Ready", without
+ *                     DNR: an error worth retrying
+ *   drop_admin_completions  the next N admin CQEs are never handed up: the
+ *                     admin command times out
+ *   fail_disable      the next N controller disables do not take: CC.EN = 0
+ *                     is not written, the controller keeps running (and may
+ *                     DMA) while the driver gives up on it
+ *   fatal_status      the next N timeouts read CSTS with CFS set
+ *   refuse_dbbuf      the next N Doorbell Buffer Configs are refused
+ * and two settings:
+ *   delay_ms          how long delayed completions are held (0-60000)
+ *   slow_enable_ms    how long each controller enable takes at least, as
+ *                     far as the driver can tell from CSTS.RDY (0-60000)
  * Counters: fault/injected, one line per kind, of what was really done.
  *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
@@ -23,44 +38,50 @@
 #include <ssdq/ssdq.h>
 
 #define SSDQ_FAULT_MAX_COUNT	1000000
-#define SSDQ_FAULT_MAX_DELAY_MS	60000
+#define SSDQ_FAULT_MAX_MS	60000
 
-static bool ssdq_fault_take(struct ssdq_dev *dev, atomic_t *left)
+/* Take one armed event of a kind: true if this event is to be faulted. */
+bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind)
 {
-	return READ_ONCE(dev->fault.armed) && atomic_dec_if_positive(left) >= 0;
+	struct ssdq_fault *f = &dev->fault;
+
+	if (!READ_ONCE(f->armed) || atomic_dec_if_positive(&f->left[kind]) < 0)
+		return false;
+	atomic64_inc(&f->done[kind]);
+	return true;
 }
 
 bool ssdq_fault_drop_irq(struct ssdq_queue *q)
 {
-	struct ssdq_fault *f = &q->dev->fault;
-
-	if (!q->qid || !ssdq_fault_take(q->dev, &f->drop_irqs))
-		return false;
-	atomic64_inc(&f->dropped_irqs);
-	return true;
-}
-
-bool ssdq_fault_drop_completion(struct ssdq_dev *dev)
-{
-	struct ssdq_fault *f = &dev->fault;
-
-	if (!ssdq_fault_take(dev, &f->drop_completions))
-		return false;
-	atomic64_inc(&f->dropped_completions);
-	return true;
+	return q->qid && ssdq_fault_take(q->dev, SSDQ_FAULT_DROP_IRQ);
 }
 
 /* The command id the driver will believe this CQE carries. */
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid)
 {
 	struct ssdq_fault *f = &q->dev->fault;
-	s64 n;
 
-	if (!ssdq_fault_take(q->dev, &f->bad_cids))
+	if (!ssdq_fault_take(q->dev, SSDQ_FAULT_BAD_CID))
 		return cid;
-	n = atomic64_inc_return(&f->bad_cids_sent);
 	/* Out of range, or its own tag with a stale generation. */
-	return n & 1 ? U16_MAX : cid ^ BIT(SSDQ_CID_TAG_BITS);
+	return atomic64_read(&f->done[SSDQ_FAULT_BAD_CID]) & 1 ?
+		U16_MAX : cid ^ BIT(SSDQ_CID_TAG_BITS);
+}
+
+/* The status (SCT/SC and flags) the driver will believe this CQE carries. */
+u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, u16 status)
+{
+	if (ssdq_fault_take(dev, SSDQ_FAULT_ABORT_COMPLETION))
+		return NVME_SC_ABORT_REQ;
+	if (ssdq_fault_take(dev, SSDQ_FAULT_RETRY_COMPLETION))
+		return NVME_SC_NS_NOT_READY;
+	return status;
+}
+
+/* How long CSTS.RDY is to be disbelieved after an enable, in jiffies. */
+unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev)
+{
+	return msecs_to_jiffies(atomic_read(&dev->fault.slow_enable_ms));
 }
 
 /* Hold a completion back; the request stays in flight meanwhile. */
@@ -69,12 +90,11 @@ bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req)
 	struct ssdq_fault *f = &dev->fault;
 	unsigned long delay;
 
-	if (!ssdq_fault_take(dev, &f->delay_completions))
+	if (!ssdq_fault_take(dev, SSDQ_FAULT_DELAY_COMPLETION))
 		return false;
 	delay = msecs_to_jiffies(atomic_read(&f->delay_ms));
 	ssdq_iod(req)->fault_due = jiffies + delay;
 	llist_add(&ssdq_iod(req)->fault_node, &f->delayed);
-	atomic64_inc(&f->delayed_completions);
 	schedule_delayed_work(&f->delay_work, delay);
 	return true;
 }
@@ -124,17 +144,38 @@ struct ssdq_fault_knob {
 	unsigned int max;
 };
 
+#define SSDQ_FAULT_COUNT(_name, _kind) \
+	{ _name, offsetof(struct ssdq_fault, left[_kind]), SSDQ_FAULT_MAX_COUNT }
+#define SSDQ_FAULT_SETTING(_field) \
+	{ #_field, offsetof(struct ssdq_fault, _field), SSDQ_FAULT_MAX_MS }
+
 static const struct ssdq_fault_knob ssdq_fault_knobs[] = {
-	{ "drop_completions", offsetof(struct ssdq_fault, drop_completions),
-	  SSDQ_FAULT_MAX_COUNT },
-	{ "drop_irqs", offsetof(struct ssdq_fault, drop_irqs),
-	  SSDQ_FAULT_MAX_COUNT },
-	{ "delay_completions", offsetof(struct ssdq_fault, delay_completions),
-	  SSDQ_FAULT_MAX_COUNT },
-	{ "delay_ms", offsetof(struct ssdq_fault, delay_ms),
-	  SSDQ_FAULT_MAX_DELAY_MS },
-	{ "bad_cids", offsetof(struct ssdq_fault, bad_cids),
-	  SSDQ_FAULT_MAX_COUNT },
+	SSDQ_FAULT_COUNT("drop_completions", SSDQ_FAULT_DROP_COMPLETION),
+	SSDQ_FAULT_COUNT("drop_irqs", SSDQ_FAULT_DROP_IRQ),
+	SSDQ_FAULT_COUNT("delay_completions", SSDQ_FAULT_DELAY_COMPLETION),
+	SSDQ_FAULT_COUNT("bad_cids", SSDQ_FAULT_BAD_CID),
+	SSDQ_FAULT_COUNT("abort_completions", SSDQ_FAULT_ABORT_COMPLETION),
+	SSDQ_FAULT_COUNT("retry_completions", SSDQ_FAULT_RETRY_COMPLETION),
+	SSDQ_FAULT_COUNT("drop_admin_completions", SSDQ_FAULT_DROP_ADMIN),
+	SSDQ_FAULT_COUNT("fail_disable", SSDQ_FAULT_FAIL_DISABLE),
+	SSDQ_FAULT_COUNT("fatal_status", SSDQ_FAULT_FATAL_STATUS),
+	SSDQ_FAULT_COUNT("refuse_dbbuf", SSDQ_FAULT_REFUSE_DBBUF),
+	SSDQ_FAULT_SETTING(delay_ms),
+	SSDQ_FAULT_SETTING(slow_enable_ms),
+};
+
+/* fault/injected: what each kind really did, in enum order. */
+static const char * const ssdq_fault_done_names[SSDQ_FAULT_NR_KINDS] = {
+	[SSDQ_FAULT_DROP_COMPLETION]	= "dropped_completions",
+	[SSDQ_FAULT_DROP_IRQ]		= "dropped_irqs",
+	[SSDQ_FAULT_DELAY_COMPLETION]	= "delayed_completions",
+	[SSDQ_FAULT_BAD_CID]		= "bad_cids",
+	[SSDQ_FAULT_ABORT_COMPLETION]	= "aborted_completions",
+	[SSDQ_FAULT_RETRY_COMPLETION]	= "retry_completions",
+	[SSDQ_FAULT_DROP_ADMIN]		= "dropped_admin_completions",
+	[SSDQ_FAULT_FAIL_DISABLE]	= "failed_disables",
+	[SSDQ_FAULT_FATAL_STATUS]	= "fatal_status",
+	[SSDQ_FAULT_REFUSE_DBBUF]	= "refused_dbbufs",
 };
 
 /* debugfs hands each file the device; the knob is found by file name. */
@@ -202,13 +243,11 @@ static const struct file_operations ssdq_knob_fops = {
 static int ssdq_fault_injected_show(struct seq_file *m, void *unused)
 {
 	struct ssdq_fault *f = &((struct ssdq_dev *)m->private)->fault;
+	unsigned int i;
 
-	seq_printf(m, "dropped_completions %lld\n",
-		   atomic64_read(&f->dropped_completions));
-	seq_printf(m, "dropped_irqs %lld\n", atomic64_read(&f->dropped_irqs));
-	seq_printf(m, "delayed_completions %lld\n",
-		   atomic64_read(&f->delayed_completions));
-	seq_printf(m, "bad_cids %lld\n", atomic64_read(&f->bad_cids_sent));
+	for (i = 0; i < SSDQ_FAULT_NR_KINDS; i++)
+		seq_printf(m, "%s %lld\n", ssdq_fault_done_names[i],
+			   atomic64_read(&f->done[i]));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ssdq_fault_injected);

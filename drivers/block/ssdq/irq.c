@@ -156,6 +156,21 @@ void ssdq_irq_init_queue(struct ssdq_queue *q)
 }
 
 /*
+ * Stop irq_poll and the deferred re-arm timer of an interrupt-driven I/O
+ * queue: neither runs again until ssdq_queue_resume_reapers(). Also what
+ * teardown calls before it frees the vector.
+ */
+void ssdq_queue_stop_irqpoll(struct ssdq_queue *q)
+{
+	irq_poll_disable(&q->iop);
+	/* A round that just deferred has its timer started by now. */
+	spin_lock_irq(&q->irq_lock);
+	spin_unlock_irq(&q->irq_lock);
+	hrtimer_cancel(&q->defer_timer);
+	q->deferring = false;
+}
+
+/*
  * Stop everything that reaps an interrupt-driven queue, so the caller can
  * reap it (or reset it) alone: the irq_poll softirq, then the interrupt
  * handler. A queue parked in irqpoll mode had its vector masked by the
@@ -164,14 +179,8 @@ void ssdq_irq_init_queue(struct ssdq_queue *q)
  */
 void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
 {
-	if (q->qid) {
-		irq_poll_disable(&q->iop);
-		/* A round that just deferred has its timer started by now. */
-		spin_lock_irq(&q->irq_lock);
-		spin_unlock_irq(&q->irq_lock);
-		hrtimer_cancel(&q->defer_timer);
-		q->deferring = false;
-	}
+	if (q->qid)
+		ssdq_queue_stop_irqpoll(q);
 	disable_irq(q->irqnr);
 	if (q->polling) {
 		q->polling = false;
@@ -179,11 +188,18 @@ void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
 	}
 }
 
+/*
+ * irq_poll first: an interrupt that came while the vector was disabled is
+ * replayed by enable_irq(), and its handler may mask the vector again and
+ * schedule irq_poll, which must then be able to run. The other way round,
+ * irq_poll_sched() would find the SCHED bit still held by the disabler, do
+ * nothing, and leave the queue masked with nobody reaping it.
+ */
 void ssdq_queue_resume_reapers(struct ssdq_queue *q)
 {
-	enable_irq(q->irqnr);
 	if (q->qid)
 		irq_poll_enable(&q->iop);
+	enable_irq(q->irqnr);
 }
 
 /* ->poll for the HCTX_TYPE_POLL queues: no interrupt ever comes. */

@@ -121,7 +121,7 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	dev->irq_budget = 64;
 	dev->irq_defer_rounds = 2;
 	mutex_init(&dev->admin_lock);
-	mutex_init(&dev->recovery_lock);
+	ssdq_recovery_init(dev);
 	init_completion(&dev->admin_done);
 	ssdq_fault_init(dev);
 	return dev;
@@ -193,6 +193,8 @@ static void ssdq_remove(struct pci_dev *pdev)
 	ssdq_blk_del(dev);
 	/* No request is left, so no delayed completion either. */
 	cancel_delayed_work_sync(&dev->fault.delay_work);
+	/* Nor a reset: the sysfs file that asks for one is gone. */
+	cancel_work_sync(&dev->reset_work);
 	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
 	ssdq_blk_free(dev);
@@ -201,8 +203,24 @@ static void ssdq_remove(struct pci_dev *pdev)
 
 static void ssdq_shutdown(struct pci_dev *pdev)
 {
-	ssdq_ctrl_shutdown(pci_get_drvdata(pdev));
+	ssdq_dev_shutdown(pci_get_drvdata(pdev));
 }
+
+/* A function-level reset through sysfs, or one the PCI core does itself. */
+static void ssdq_reset_prepare(struct pci_dev *pdev)
+{
+	ssdq_pci_reset_prepare(pci_get_drvdata(pdev));
+}
+
+static void ssdq_reset_done(struct pci_dev *pdev)
+{
+	ssdq_pci_reset_done(pci_get_drvdata(pdev));
+}
+
+static const struct pci_error_handlers ssdq_err_handler = {
+	.reset_prepare	= ssdq_reset_prepare,
+	.reset_done	= ssdq_reset_done,
+};
 
 /*
  * QEMU's emulated controller, and any NVMe controller by class. There is
@@ -222,6 +240,7 @@ static struct pci_driver ssdq_pci_driver = {
 	.probe		= ssdq_probe,
 	.remove		= ssdq_remove,
 	.shutdown	= ssdq_shutdown,
+	.err_handler	= &ssdq_err_handler,
 };
 
 static int __init ssdq_init(void)

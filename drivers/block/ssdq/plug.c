@@ -231,12 +231,38 @@ int ssdq_dbbuf_config(struct ssdq_dev *dev)
 
 	if (!dev->dbbuf_dbs)
 		return 0;
+	if (ssdq_fault_take(dev, SSDQ_FAULT_REFUSE_DBBUF))
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
 	memset(dev->dbbuf_dbs, 0, dev->dbbuf_len);
 	memset(dev->dbbuf_eis, 0, dev->dbbuf_len);
 	c.dbbuf.opcode = nvme_admin_dbbuf;
 	c.dbbuf.prp1 = cpu_to_le64(dev->dbbuf_dbs_dma);
 	c.dbbuf.prp2 = cpu_to_le64(dev->dbbuf_eis_dma);
 	return ssdq_admin_exec(dev, &c, NULL);
+}
+
+/*
+ * The controller refused Doorbell Buffer Config after a reset: run on MMIO
+ * doorbells from now on. The I/O queues are stopped; the admin queue's
+ * reaper, which publishes its CQ head, is held off while its slots go.
+ */
+void ssdq_dbbuf_abandon(struct ssdq_dev *dev)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+	unsigned int qid;
+
+	ssdq_queue_quiesce_reapers(aq);
+	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		q->dbbuf_sq_db = NULL;
+		q->dbbuf_sq_ei = NULL;
+		q->dbbuf_cq_db = NULL;
+		q->dbbuf_cq_ei = NULL;
+	}
+	ssdq_queue_resume_reapers(aq);
+	WRITE_ONCE(dev->shadow_doorbells, false);
+	ssdq_dbbuf_free(dev);
 }
 
 static struct ssdq_dev *ssdq_from_device(struct device *d)

@@ -7,10 +7,13 @@
  * (/sys/block/ssdqN/queue/io_timeout, default: the io_timeout parameter).
  * ssdq then escalates, one step at a time:
  *
+ *   0. If the controller reports a fatal status (CSTS.CFS) or is gone, no
+ *      Abort can help: go to 3.
  *   1. Reap the request's CQ with its interrupt held off. If the command
  *      had completed, only the interrupt was lost: it completes now.
  *   2. Send an NVMe Abort for it, once. If the controller aborts it, the
- *      abort's own completion finishes the request and its timer is re-armed.
+ *      command completes with "Command Abort Requested" and runs again
+ *      (ssdq_retry_rq()); its timer is re-armed meanwhile.
  *   3. Reset the controller: quiesce the queues, disable the controller (so
  *      it can no longer DMA), reap what had completed, requeue everything
  *      else, re-enable it, re-create the I/O queues, resume. Requeued
@@ -18,9 +21,16 @@
  *   4. If the controller does not come back, it is dead: every request, now
  *      and later, fails with an error its submitter sees.
  *
- * Every step runs under dev->recovery_lock, so a timeout, a second timeout
- * and a reset asked for through sysfs never overlap. Removal waits in
+ * Every step runs under dev->recovery_lock, so a timeout, a second timeout,
+ * a reset asked for through sysfs (run by a work item, so that no signal to
+ * the writer can cut it short) and a reset by the PCI core (FLR: held from
+ * reset_prepare to reset_done) never overlap. Removal waits in
  * del_gendisk() for in-flight I/O, which recovery keeps completing.
+ *
+ * Who may complete a request (Documentation/recovery.rst has the rules):
+ * the reaper that finds its CQE marks it complete before handing it on; a
+ * reset cancels only what is still in flight, and only after the
+ * controller can no longer DMA: disabled, or without bus mastering.
  *
  * Switch:   /sys/block/ssdqN/recovery/reset (write 1)
  * Counters: /sys/kernel/debug/ssdq/ssdqN/recovery
@@ -46,24 +56,25 @@ static void ssdq_set_irqs(struct ssdq_dev *dev, bool on)
 }
 
 /*
- * Take every request back from the controller: stop submissions, disable it,
- * let what it did complete finish normally, and cancel the rest. Leaves the
- * queues quiesced and the interrupts off.
+ * Take every request back from the controller: stop submissions, stop its
+ * DMA, let what it did complete finish normally, and cancel the rest.
+ * Leaves the queues quiesced and the interrupts off. A controller shut down
+ * (CC.SHN) or that would not disable is dead: its requests fail.
  */
-static void ssdq_stop(struct ssdq_dev *dev)
+static void ssdq_stop(struct ssdq_dev *dev, bool shutdown)
 {
 	unsigned int qid;
 
 	blk_mq_quiesce_tagset(&dev->tag_set);
-	/*
-	 * A controller that will not disable may still DMA: never reuse it.
-	 * Its requests are failed below, not requeued.
-	 */
-	if (ssdq_ctrl_disable(dev, false) &&
-	    !test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
-		dev_err(&dev->pdev->dev,
-			"controller does not disable, failing it for good\n");
-		blk_mark_disk_dead(dev->disk);
+	if (ssdq_ctrl_stop_dma(dev, shutdown)) {
+		/* It may still be running: never reuse it. */
+		if (!test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
+			dev_err(&dev->pdev->dev,
+				"controller does not disable, failing it for good\n");
+			blk_mark_disk_dead(dev->disk);
+		}
+	} else if (shutdown) {
+		set_bit(SSDQ_DEAD, &dev->flags);
 	}
 	ssdq_set_irqs(dev, false);
 	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
@@ -94,7 +105,7 @@ static void ssdq_fail_locked(struct ssdq_dev *dev, const char *why)
 		return;
 	dev_err(&dev->pdev->dev, "disabling the controller for good: %s\n",
 		why);
-	ssdq_stop(dev);
+	ssdq_stop(dev, false);
 	blk_mark_disk_dead(dev->disk);
 	ssdq_resume(dev);
 }
@@ -106,26 +117,25 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
 	mutex_unlock(&dev->recovery_lock);
 }
 
-static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
+/*
+ * The second half of every reset, after ssdq_stop(): bring the controller
+ * back with the same queues and run the requests it took back. A controller
+ * that does not come back is failed.
+ */
+static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start)
 {
-	ktime_t start = ktime_get();
 	int ret = -ENODEV;
 
 	lockdep_assert_held(&dev->recovery_lock);
-	if (ssdq_dead(dev))
-		return -ENODEV;
-	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
-	atomic64_inc(&dev->recovery.resets);
-
-	ssdq_stop(dev);
 	if (!ssdq_dead(dev))
 		ssdq_ctrl_reset_rings(dev);
 	ssdq_set_irqs(dev, true);
-	if (!ssdq_dead(dev))
+	if (!ssdq_dead(dev)) {
 		ret = ssdq_ctrl_restart(dev);
-	if (ret) {
-		atomic64_inc(&dev->recovery.reset_failures);
-		ssdq_fail_locked(dev, "reset failed");
+		if (ret) {
+			atomic64_inc(&dev->recovery.reset_failures);
+			ssdq_fail_locked(dev, "reset failed");
+		}
 	}
 	blk_mq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
@@ -133,6 +143,63 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 		dev_info(&dev->pdev->dev, "reset done in %lld ms\n",
 			 ktime_ms_delta(ktime_get(), start));
 	return ret;
+}
+
+static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
+{
+	ktime_t start = ktime_get();
+
+	lockdep_assert_held(&dev->recovery_lock);
+	if (ssdq_dead(dev))
+		return -ENODEV;
+	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
+	atomic64_inc(&dev->recovery.resets);
+	ssdq_stop(dev, false);
+	return ssdq_restart_locked(dev, start);
+}
+
+/*
+ * A reset by the PCI core (a function-level reset through sysfs "reset", or
+ * one a driver or the hypervisor asks for) wipes the controller's state.
+ * Before it, take every request back as a reset does; after it, start the
+ * controller again. recovery_lock is held from one call to the other: no
+ * timeout or reset may touch the controller in between.
+ */
+void ssdq_pci_reset_prepare(struct ssdq_dev *dev)
+{
+	mutex_lock(&dev->recovery_lock);
+	dev->pci_reset_start = ktime_get();
+	if (ssdq_dead(dev))
+		return;
+	dev_warn(&dev->pdev->dev, "resetting the controller: PCI reset\n");
+	atomic64_inc(&dev->recovery.resets);
+	atomic64_inc(&dev->recovery.pci_resets);
+	ssdq_stop(dev, false);
+	dev->pci_reset_stopped = true;
+}
+
+void ssdq_pci_reset_done(struct ssdq_dev *dev)
+{
+	lockdep_assert_held(&dev->recovery_lock);
+	if (dev->pci_reset_stopped)
+		ssdq_restart_locked(dev, dev->pci_reset_start);
+	dev->pci_reset_stopped = false;
+	mutex_unlock(&dev->recovery_lock);
+}
+
+/*
+ * System shutdown: the controller flushes its cache (CC.SHN) and stays off.
+ * Under recovery_lock, and dead from then on, so that no timeout can reset
+ * it back to life afterwards.
+ */
+void ssdq_dev_shutdown(struct ssdq_dev *dev)
+{
+	mutex_lock(&dev->recovery_lock);
+	if (!ssdq_dead(dev)) {
+		ssdq_stop(dev, true);
+		ssdq_resume(dev);
+	}
+	mutex_unlock(&dev->recovery_lock);
 }
 
 /* Returns 0 if the controller aborted the command, else why not. */
@@ -189,6 +256,14 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	/* Read now: once completed, the request may be reused. */
 	issued = iod->start;
 
+	/* 0. Nothing but a reset helps a controller in fatal status. */
+	if (ssdq_ctrl_fatal(dev)) {
+		atomic64_inc(&dev->recovery.fatal_status);
+		ssdq_reset_locked(dev, "controller fatal status");
+		ssdq_note_recovery(dev, issued);
+		goto out;
+	}
+
 	/* 1. Lost interrupt? */
 	ssdq_cq_reap_exclusive(q);
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT) {
@@ -219,6 +294,25 @@ out:
 	return ret;
 }
 
+static void ssdq_reset_work(struct work_struct *work)
+{
+	struct ssdq_dev *dev = container_of(work, struct ssdq_dev, reset_work);
+
+	mutex_lock(&dev->recovery_lock);
+	dev->reset_result = ssdq_reset_locked(dev, "requested through sysfs");
+	mutex_unlock(&dev->recovery_lock);
+}
+
+void ssdq_recovery_init(struct ssdq_dev *dev)
+{
+	mutex_init(&dev->recovery_lock);
+	INIT_WORK(&dev->reset_work, ssdq_reset_work);
+}
+
+/*
+ * The writer waits for the reset, but does not run it: a fatal signal to it
+ * would cut ssdq_wait_ready() short and leave the controller dead.
+ */
 static ssize_t reset_store(struct device *d, struct device_attribute *attr,
 			   const char *buf, size_t count)
 {
@@ -230,9 +324,9 @@ static ssize_t reset_store(struct device *d, struct device_attribute *attr,
 		dev_err(d, "recovery/reset takes 1\n");
 		return -EINVAL;
 	}
-	mutex_lock(&dev->recovery_lock);
-	ret = ssdq_reset_locked(dev, "requested through sysfs");
-	mutex_unlock(&dev->recovery_lock);
+	queue_work(system_unbound_wq, &dev->reset_work);
+	flush_work(&dev->reset_work);
+	ret = READ_ONCE(dev->reset_result);
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_WO(reset);
@@ -261,7 +355,12 @@ static int ssdq_recovery_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "resets %lld\n", atomic64_read(&s->resets));
 	seq_printf(m, "reset_failures %lld\n",
 		   atomic64_read(&s->reset_failures));
+	seq_printf(m, "pci_resets %lld\n", atomic64_read(&s->pci_resets));
+	seq_printf(m, "fatal_status %lld\n", atomic64_read(&s->fatal_status));
+	seq_printf(m, "admin_timeouts %lld\n",
+		   atomic64_read(&s->admin_timeouts));
 	seq_printf(m, "requeued %lld\n", atomic64_read(&s->requeued));
+	seq_printf(m, "retried %lld\n", atomic64_read(&s->retried));
 	seq_printf(m, "bad_cqes %lld\n", atomic64_read(&s->bad_cqes));
 	seq_printf(m, "last_recovery_ms %lld\n",
 		   atomic64_read(&s->last_recovery_ms));
@@ -277,17 +376,27 @@ void ssdq_recovery_debugfs_init(struct ssdq_dev *dev)
 }
 
 /*
- * ->complete for a request a reset took back, or the controller aborted:
- * run it again unless the controller is dead or it was retried too often.
+ * ->complete of a request that did not succeed: may it run again? One a
+ * reset took back (host aborted) may, and so may one the device failed
+ * without Do Not Retry, e.g. "Command Abort Requested" after an Abort it
+ * honoured, or "Namespace Not Ready"; unless the controller is dead, the
+ * submitter asked for no retries, or it was retried too often. The requeue
+ * list is kicked here: outside a reset nothing else would run it.
  */
-bool ssdq_requeue_cancelled(struct ssdq_dev *dev, struct request *req)
+bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status)
 {
 	struct ssdq_iod *iod = ssdq_iod(req);
 
 	if (ssdq_dead(dev) || iod->retries >= SSDQ_MAX_RETRIES)
 		return false;
+	if ((status & NVME_SCT_SC_MASK) == NVME_SC_HOST_ABORTED_CMD) {
+		atomic64_inc(&dev->recovery.requeued);
+	} else {
+		if ((status & NVME_STATUS_DNR) || blk_noretry_request(req))
+			return false;
+		atomic64_inc(&dev->recovery.retried);
+	}
 	iod->retries++;
-	atomic64_inc(&dev->recovery.requeued);
-	blk_mq_requeue_request(req, false);
+	blk_mq_requeue_request(req, true);
 	return true;
 }

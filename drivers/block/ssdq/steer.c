@@ -77,7 +77,8 @@ void ssdq_steer_free(struct ssdq_dev *dev)
 
 /*
  * Hand a completed request up, on the right CPU. Called by a queue's reaper
- * once per CQE; ssdq_steer_flush() ends the reap.
+ * once per CQE, with the request already marked complete;
+ * ssdq_steer_flush() ends the reap.
  */
 void ssdq_steer_complete(struct ssdq_queue *q, struct request *req)
 {
@@ -91,8 +92,7 @@ void ssdq_steer_complete(struct ssdq_queue *q, struct request *req)
 	case SSDQ_STEER_IPI:
 		if (cpu == raw_smp_processor_id() || !cpu_online(cpu))
 			break;
-		/* From here a reset sees it as done and leaves it to the IPI. */
-		blk_mq_set_request_complete(req);
+		/* Marked complete by the reaper: a reset leaves it to the IPI. */
 		llist_add(&ssdq_iod(req)->steer_node,
 			  &per_cpu_ptr(dev->steer, cpu)->list);
 		cpumask_set_cpu(cpu, q->steer_pending);
