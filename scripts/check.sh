@@ -39,6 +39,10 @@ case $lane in prod | debug | all) ;; *) die "--lane takes prod, debug or all, no
 export DUT=${DUT:-ssdq}
 # Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
 trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm}
+# Sparse images; past the tests' 512 MiB layout (tests/lib.sh) lies the
+# long discard of flush-discard, which must exceed the device's DMRSL
+# (about 2 GiB in QEMU).
+img_mb=3072
 out=$SSDQ_BUILD/check
 rm -rf "$out"
 mkdir -p "$out"
@@ -157,7 +161,7 @@ prod_lane() {
 		return 0
 	fi
 	boot_suite "$out/main" "" -t "${SSDQ_CHECK_TIMEOUT:-2400}" \
-		--trace "$trace_events" \
+		--img-mb "$img_mb" --trace "$trace_events" \
 		-- "${tests[@]}"
 	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
 	if [[ " ${tests[*]} " == *" load "* ]]; then
@@ -228,7 +232,7 @@ debug_lane() {
 	SSDQ_KO=$out/debug-ko/ssdq.ko SSDQ_TIMEOUT_SCALE=${SSDQ_TIMEOUT_SCALE:-4} \
 		SSDQ_IO_DIV=${SSDQ_IO_DIV:-4} \
 		boot_suite "$out/debug" -debug -t "$tmo" \
-		--trace "$trace_events" \
+		--img-mb "$img_mb" --trace "$trace_events" \
 		--debug-kernel "$dir" -- "${tests[@]}"
 }
 

@@ -6,7 +6,10 @@
 #  - blkdiscard on a range succeeds (reads zeroes if the device model says
 #    deallocated blocks read as zeroes),
 #  - blkdiscard -z zeroes exactly its range: it reads back zero, the
-#    neighbours keep the pattern (host post-check: same in the image).
+#    neighbours keep the pattern (host post-check: same in the image),
+#  - a discard longer than DMRSL (the most blocks one Dataset Management
+#    range may name; QEMU skips a longer range and still reports success)
+#    is split at DMRSL: everything it covered reads back zero.
 # timeout: 600
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -96,3 +99,32 @@ dev_cmp "$DEV" $((REG_ZERO_OFF - MiB)) "$MiB" <(tail -c +$((zoff - MiB + 1)) "$p
 after=$((zoff + REG_ZERO_LEN))
 dev_cmp "$DEV" $((REG_DISCARD_OFF + after)) $((REG_DISCARD_LEN - after)) \
 	<(tail -c +$((after + 1)) "$pat") "rest of the region after the zeroed range"
+
+# A discard longer than DMRSL, over the rest of the disk past the layout.
+dmrsl=$(device_dmrsl) || fail "could not read DMRSL from the device model"
+lbs=$(sysq logical_block_size)
+size=$(blockdev --getsize64 "$DEV")
+big_len=$((size - REG_BIGDISCARD_OFF))
+max_bytes=$((dmrsl * lbs))
+log "device model DMRSL=$dmrsl blocks ($max_bytes bytes); discard of $big_len bytes"
+((dmrsl > 0)) || fail "the device model reports no DMRSL: nothing to test"
+((big_len > max_bytes)) || fail "disk too small: $big_len bytes past the layout, DMRSL is $max_bytes"
+dmax=$(sysq discard_max_hw_bytes)
+((dmax > 0 && dmax <= max_bytes)) || fail "discard_max_hw_bytes $dmax, DMRSL allows $max_bytes"
+ok "discard_max_hw_bytes $dmax <= DMRSL ($max_bytes)"
+mark=$(pattern_file bigdiscard.bin "$MiB")
+spots=("$REG_BIGDISCARD_OFF" $((REG_BIGDISCARD_OFF + max_bytes - 512 * KiB))
+	$((REG_BIGDISCARD_OFF + max_bytes + 4 * KiB)) $((size - MiB)))
+for o in "${spots[@]}"; do
+	dev_write "$mark" "$DEV" "$o" || fail "writing 1 MiB at $o failed"
+	dev_cmp "$DEV" "$o" "$MiB" "$mark" "pattern at $o before the long discard"
+done
+blkdiscard -o "$REG_BIGDISCARD_OFF" -l "$big_len" "$DEV" || fail "blkdiscard of $big_len bytes failed"
+ok "blkdiscard of $big_len bytes succeeded"
+if (((dlfeat & 7) == 1)); then
+	for o in "${spots[@]}"; do
+		dev_cmp "$DEV" "$o" "$MiB" /dev/zero "1 MiB at $o after the long discard"
+	done
+else
+	fail "DLFEAT=$dlfeat does not promise zeroes: the long discard cannot be checked"
+fi

@@ -15,8 +15,10 @@ PCI_REF=0000:00:05.0 # serial nvmeref, image nvmeref.img, always nvme
 KiB=1024
 MiB=$((1024 * 1024))
 
-# Layout of the DUT namespace (512 MiB). Every test that writes has its own
-# region, so data a later host post-check reads is never overwritten.
+# Layout of the DUT namespace's first 512 MiB. Every test that writes has
+# its own region, so data a later host post-check reads is never
+# overwritten. The rest of the disk (check.sh makes it 3 GiB) is the long
+# discard's (flush-discard).
 REG_INTEGRITY_OFF=0
 REG_INTEGRITY_LEN=$((128 * MiB))
 REG_FLUSH_OFF=$((128 * MiB))
@@ -31,6 +33,7 @@ REG_KEEP_OFF=$((320 * MiB)) # unbind test: data written before the load
 REG_KEEP_LEN=$((4 * MiB))
 REG_UNBIND_OFF=$((384 * MiB))
 REG_UNBIND_LEN=$((128 * MiB))
+REG_BIGDISCARD_OFF=$((512 * MiB)) # to the end of the disk
 
 # ---------------------------------------------------------------- results
 
@@ -245,6 +248,19 @@ device_dlfeat() {
 		ref_load
 		nvme id-ns "/dev/$REF_CTRL" -n 1 -o json | jq -r .dlfeat
 	fi
+}
+
+# DMRSL of the device model (Identify Controller, NVM command set): the most
+# blocks one Dataset Management range may name, 0 for no limit.
+device_dmrsl() {
+	local ctrl
+	if [[ $DUT == nvme ]]; then
+		ctrl=$(basename "$(readlink -f "/sys/block/$DISK/device")")
+	else
+		ref_load
+		ctrl=$REF_CTRL
+	fi
+	nvme nvm-id-ctrl "/dev/$ctrl" -o json | jq -r .dmrsl
 }
 
 sysq() { local v; read -r v <"/sys/block/$DISK/queue/$1" && echo "$v"; }

@@ -1,0 +1,238 @@
+#!/bin/bash
+# lifecycle: where a reset, a timeout or a mode switch meets another
+# technique, no request is completed twice, left stuck, or failed while the
+# device can still DMA into it. One case per scenario (Documentation/
+# recovery.rst, "The request lifecycle"), each under fio verify, through a
+# fault (fault.c) where QEMU cannot produce the device's behaviour:
+#   polled + irqpoll queues under resets   no double completion, no stall
+#   an Abort the controller honours        the request runs again
+#   an error status without DNR            the request runs again
+#   an admin command that never completes  the controller is stopped, reset
+#   CSTS.CFS at a timeout                  reset at once, no Abort
+#   Doorbell Buffer Config refused         back to MMIO doorbells
+#   a fatal signal to the sysfs reset      the reset still completes
+#   function-level resets (FLR)            no timeout, nothing lost
+#   unbind in irqpoll with deferral        the timer is stopped first
+#   a controller that will not disable     bus mastering off before failing
+# timeout: 900
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd /tmp
+
+[[ $DUT == ssdq ]] || {
+	ok "lifecycle: ssdq-only (its faults are ssdq's debugfs); nothing to do for $DUT"
+	exit 0
+}
+
+# admin_timeout=2: the admin-timeout case waits for it. io_timeout stays 30 s
+# except where a case needs a timeout: a request left stuck then shows up
+# as a timeout (counted) instead of passing unnoticed.
+dut_load poll_queues=1 admin_timeout=2
+DBG=/sys/kernel/debug/ssdq/$DISK
+FAULT=$DBG/fault
+SYS=/sys/block/$DISK
+PCIDEV=/sys/bus/pci/devices/$PCI_DUT
+allow_dmesg 'resetting the controller|timed out|completed without an interrupt|reset done|stopping the controller|Doorbell Buffer Config refused'
+
+rec() { kv_get "$DBG/recovery" "$1"; }
+injected() { kv_get "$FAULT/injected" "$1"; }
+# Sum of a named column of a per-queue debugfs table (header first).
+col_sum() { # file column
+	awk -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) n = i; next }
+		n { s += $n } END { print s + 0 }' "$1"
+}
+
+SZ=$((32 * MiB / IO_DIV))
+# Verified random writes, QD16, mixed sizes; on the polled queue too with
+# "both" (two jobs: one --hipri, one interrupt-driven).
+verify() { # tag size [both]
+	local -a jobs=(--name="$1" --offset="$REG_INTEGRITY_OFF")
+	local n=1
+	if [[ ${3:-} == both ]]; then
+		jobs+=(--hipri=1 --name="$1-irq" --offset=$((REG_INTEGRITY_OFF + 64 * MiB)))
+		n=2
+	fi
+	run_fio "$1" $((n * $2)) $((n * $2)) --filename="$DEV" --direct=1 \
+		--ioengine=io_uring --rw=randwrite --bssplit=4k/50:16k/25:128k/25 \
+		--size="$2" --iodepth=16 --verify=crc32c "${jobs[@]}"
+}
+
+# Run "$@" every 0.4 s in the background until fio's verify job is done;
+# the caller stops it with stop_every, which sets EVERY_N to the count.
+every() {
+	rm -f "$T_DIR/stop" "$T_DIR/every.n"
+	(
+		n=0
+		while [[ ! -e $T_DIR/stop ]]; do
+			nap 0.4
+			"$@" || { echo "failed: $*" >"$T_DIR/every.err"; break; }
+			n=$((n + 1))
+			echo "$n" >"$T_DIR/every.n"
+		done
+	) &
+	every_pid=$!
+}
+stop_every() {
+	touch "$T_DIR/stop"
+	wait "$every_pid" || true
+	[[ ! -e $T_DIR/every.err ]] || fail "$(cat "$T_DIR/every.err")"
+	EVERY_N=0
+	[[ ! -e $T_DIR/every.n ]] || read -r EVERY_N <"$T_DIR/every.n"
+}
+sysfs_reset() { echo 1 >"$SYS/recovery/reset"; }
+pci_reset() { echo 1 >"$PCIDEV/reset"; }
+
+# --- 1+2: polled and irqpoll queues under resets. A polled request is
+# marked complete by the poller that reaps it, so a reset's cancel cannot
+# complete it again; irq_poll is enabled before the vector, so an interrupt
+# replayed at resume cannot leave the vector masked with nobody polling.
+echo irqpoll >"$SYS/irq/mode"
+echo 200 >"$SYS/irq/defer_us"
+t0=$(rec timeouts) r0=$(rec resets) p0=$(col_sum "$DBG/irq" polled)
+every sysfs_reset
+verify polled-irqpoll-resets "$SZ" both
+stop_every
+assert_gt "resets during polled + irqpoll I/O" "$EVERY_N" 1
+assert_eq "resets counted" "$(($(rec resets) - r0))" "$EVERY_N"
+assert_gt "completions reaped by ->poll" "$(($(col_sum "$DBG/irq" polled) - p0))" 0
+assert_eq "timeouts (a stalled queue or stuck request)" "$(($(rec timeouts) - t0))" 0
+
+# --- 8: function-level resets under verified I/O, polled and irqpoll
+# queues busy: the driver is told (reset_prepare/reset_done), takes its
+# requests back before and runs them after; none waits for a timeout.
+t0=$(rec timeouts) pr0=$(rec pci_resets)
+every pci_reset
+verify flr "$SZ" both
+stop_every
+assert_gt "function-level resets during I/O" "$EVERY_N" 0
+assert_eq "PCI resets seen by ssdq" "$(($(rec pci_resets) - pr0))" "$EVERY_N"
+assert_eq "timeouts across FLRs" "$(($(rec timeouts) - t0))" 0
+assert_eq "controller alive" "$(rec dead)" 0
+
+# --- 3 and 9: the device fails commands with a status worth retrying:
+# "Command Abort Requested" (what an honoured Abort leaves) and "Namespace
+# Not Ready" without DNR. Each runs again at once, without a timeout.
+echo direct >"$SYS/irq/mode"
+t0=$(rec timeouts) r0=$(rec resets) q0=$(rec retried)
+echo 4 >"$FAULT/abort_completions"
+echo 4 >"$FAULT/retry_completions"
+verify retryable $((SZ / 2))
+assert_eq "completions made aborted" "$(injected aborted_completions)" 4
+assert_eq "completions made not-ready" "$(injected retry_completions)" 4
+assert_eq "requests run again" "$(($(rec retried) - q0))" 8
+assert_eq "timeouts for retryable errors" "$(($(rec timeouts) - t0))" 0
+assert_eq "resets for retryable errors" "$(($(rec resets) - r0))" 0
+
+# --- 7: the Abort for a lost completion never completes either. The
+# admin timeout stops the controller (it may still own the command), the
+# request's timeout resets it, the request runs again.
+echo 1000 >"$SYS/queue/io_timeout"
+r0=$(rec resets) a0=$(rec aborts) at0=$(rec admin_timeouts)
+echo 1 >"$FAULT/drop_admin_completions"
+echo 1 >"$FAULT/drop_completions"
+verify admin-timeout $((SZ / 2))
+assert_eq "admin completions dropped" "$(injected dropped_admin_completions)" 1
+assert_eq "admin timeouts" "$(($(rec admin_timeouts) - at0))" 1
+assert_eq "aborts sent" "$(($(rec aborts) - a0))" 1
+assert_gt "resets after the admin timeout" "$(($(rec resets) - r0))" 0
+assert_eq "controller alive" "$(rec dead)" 0
+
+# --- 9: a timeout that finds CSTS.CFS resets at once: no Abort is sent.
+r0=$(rec resets) a0=$(rec aborts) f0=$(rec fatal_status)
+echo 1 >"$FAULT/fatal_status"
+echo 1 >"$FAULT/drop_completions"
+verify fatal-status $((SZ / 2))
+assert_eq "fatal status seen by the timeout" "$(($(rec fatal_status) - f0))" 1
+assert_eq "aborts sent to a controller in fatal status" "$(($(rec aborts) - a0))" 0
+assert_gt "resets for fatal status" "$(($(rec resets) - r0))" 0
+echo 30000 >"$SYS/queue/io_timeout"
+
+# --- 6: a fatal signal to the process that asked for a reset. The reset
+# runs in a work item: the controller comes back (slow_enable_ms keeps the
+# enable, and so the reset, going for 2 s: the kill lands in it).
+r0=$(rec resets)
+echo 2000 >"$FAULT/slow_enable_ms"
+(sysfs_reset 2>/dev/null) &
+wpid=$!
+reset_started() { (($(rec resets) > r0)); }
+wait_for 20 "the sysfs reset to start" reset_started
+kill -9 "$wpid" 2>/dev/null || true
+writer_gone() { ! kill -0 "$wpid" 2>/dev/null; }
+wait_for 30 "the killed writer to exit" writer_gone
+wait "$wpid" 2>/dev/null || true
+echo 0 >"$FAULT/slow_enable_ms"
+assert_eq "controller alive after its reset's writer was killed" "$(rec dead)" 0
+verify after-kill $((SZ / 4))
+
+# --- 9: Doorbell Buffer Config refused after a reset: MMIO doorbells
+# from then on, every SQ tail update an MMIO write.
+echo 1 >"$FAULT/refuse_dbbuf"
+sysfs_reset
+assert_eq "Doorbell Buffer Configs refused" "$(injected refused_dbbufs)" 1
+assert_eq "plugging/shadow_doorbells after the refusal" "$(cat "$SYS/plugging/shadow_doorbells")" 0
+allow_dmesg 'plugging/shadow_doorbells: the controller has none'
+if echo 1 >"$SYS/plugging/shadow_doorbells" 2>/dev/null; then
+	fail "plugging/shadow_doorbells accepted 1 without shadow doorbells"
+fi
+u0=$(col_sum "$DBG/plugging" sq_db_updates) m0=$(col_sum "$DBG/plugging" sq_db_mmio)
+verify mmio-doorbells $((SZ / 4))
+u=$(($(col_sum "$DBG/plugging" sq_db_updates) - u0))
+m=$(($(col_sum "$DBG/plugging" sq_db_mmio) - m0))
+assert_gt "SQ doorbell updates after the refusal" "$u" 0
+assert_eq "of which MMIO writes" "$m" "$u"
+
+# Data that must survive the last two cases (written with nothing failing).
+keep=$(pattern_file keep.bin "$REG_KEEP_LEN")
+dev_write "$keep" "$DEV" "$REG_KEEP_OFF"
+submitted() { col_sum "$DBG/plugging" submitted; }
+busy_writer() { # tag -> fpid; writes until killed or failed
+	fio --name="$1" --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randwrite \
+		--bs=4k --offset="$REG_UNBIND_OFF" --size=$((64 * MiB)) --iodepth=16 \
+		--time_based --runtime=120 --output="$T_DIR/$1.out" >/dev/null 2>&1 &
+	fpid=$!
+	local s0
+	s0=$(submitted)
+	fio_writing() { (($(submitted) > s0 + 50)); }
+	wait_for 20 "fio $1 to start writing" fio_writing
+}
+fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
+rebind() {
+	echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/bind
+	dut_wait_disk
+	DBG=/sys/kernel/debug/ssdq/$DISK FAULT=$DBG/fault SYS=/sys/block/$DISK
+}
+allow_dmesg 'I/O error|Buffer I/O error|disabling the controller|does not disable|controller not disabled'
+
+# --- 8: unbind while irqpoll rounds defer: the re-arm timer is stopped
+# under irq_lock before the vectors and rings go (the debug lane's
+# ODEBUG/KASAN would see a timer left behind).
+echo irqpoll >"$SYS/irq/mode"
+echo 500 >"$SYS/irq/defer_us"
+busy_writer unbind-irqpoll
+echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind
+wait_for 30 "fio to exit after the unbind" fio_gone
+wait "$fpid" || true
+ok "unbind in irqpoll mode with deferral returned, fio exited"
+rebind
+dev_cmp "$DEV" "$REG_KEEP_OFF" "$REG_KEEP_LEN" "$keep" "data after the irqpoll unbind"
+
+# --- 4: a controller that will not disable. Its requests are failed (fio
+# sees errors and exits), but only after it lost bus mastering: it could
+# otherwise still write into pages handed back to their owners.
+busy_writer no-disable
+echo 1 >"$FAULT/fail_disable"
+if sysfs_reset 2>/dev/null; then fail "a reset of a controller that does not disable succeeded"; fi
+ok "the reset failed"
+assert_eq "disables that did not take" "$(injected failed_disables)" 1
+assert_eq "controller dead" "$(rec dead)" 1
+cmd=$(od -An -tu2 -j4 -N2 "$PCIDEV/config" | tr -d ' ')
+(((cmd & 4) == 0)) || fail "bus mastering still on (PCI command $cmd) with the controller given up"
+ok "bus mastering off (PCI command $cmd)"
+wait_for 30 "fio to exit with its requests failed" fio_gone
+wait "$fpid" || true
+ok "fio exited"
+echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind
+rebind
+assert_eq "controller alive after rebind" "$(rec dead)" 0
+dev_cmp "$DEV" "$REG_KEEP_OFF" "$REG_KEEP_LEN" "$keep" "data written before the controller hung"
+dut_unload
