@@ -1,7 +1,8 @@
 #!/bin/bash
 # make check: build, lint, then the test suite in the VM, in two lanes:
 #   prod   Debian's 6.12 kernel, ssdq.ko built in the repo (plus one
-#          4096-byte-LBA boot for the load test);
+#          4096-byte-LBA boot for the load test, one swiotlb=force boot
+#          for dma-limits);
 #   debug  a debug kernel built from linux-source-6.12 (KASAN, lockdep,
 #          kmemleak, UBSAN; scripts/debug-kernel.sh, cached outside the
 #          repo), ssdq.ko built against it in build/check/debug-ko/.
@@ -166,6 +167,11 @@ prod_lane() {
 	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
 	if [[ " ${tests[*]} " == *" load "* ]]; then
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 600 -- load
+	fi
+	# Every DMA mapping bounced through swiotlb: the queue's largest request
+	# must still map (dma-limits only, one cheap boot).
+	if [[ " ${tests[*]} " == *" dma-limits "* ]]; then
+		SSDQ_APPEND=swiotlb=force boot_suite "$out/swiotlb" -swiotlb -t 600 -- dma-limits
 	fi
 }
 

@@ -237,31 +237,34 @@ ref_load() {
 	REF_CTRL=$(basename "$(readlink -f "/sys/block/$REF_DISK/device")")
 }
 
-# Deallocate Logical Block Features of the device model: bits 2:0 = 001b
-# means deallocated blocks read back as zeroes.
-device_dlfeat() {
-	local ctrl
+# The nvme character device of a controller of the DUT's device model: the
+# DUT itself under DUT=nvme, else the reference controller (ssdq has no
+# ioctl for these questions).
+device_ctrl() {
 	if [[ $DUT == nvme ]]; then
-		ctrl=$(basename "$(readlink -f "/sys/block/$DISK/device")")
-		nvme id-ns "/dev/$ctrl" -n 1 -o json | jq -r .dlfeat
+		basename "$(readlink -f "/sys/block/$DISK/device")"
 	else
 		ref_load
-		nvme id-ns "/dev/$REF_CTRL" -n 1 -o json | jq -r .dlfeat
+		echo "$REF_CTRL"
 	fi
 }
 
-# DMRSL of the device model (Identify Controller, NVM command set): the most
-# blocks one Dataset Management range may name, 0 for no limit.
-device_dmrsl() {
-	local ctrl
-	if [[ $DUT == nvme ]]; then
-		ctrl=$(basename "$(readlink -f "/sys/block/$DISK/device")")
-	else
-		ref_load
-		ctrl=$REF_CTRL
-	fi
-	nvme nvm-id-ctrl "/dev/$ctrl" -o json | jq -r .dmrsl
+# One field of an nvme-cli identify command's JSON, on the device model.
+device_id() { # field nvme-subcommand [args]
+	local field=$1 ctrl
+	shift
+	ctrl=$(device_ctrl) || return 1
+	nvme "$@" "/dev/$ctrl" -o json | jq -r ".$field"
 }
+
+# Deallocate Logical Block Features: bits 2:0 = 001b means deallocated
+# blocks read back as zeroes.
+device_dlfeat() { device_id dlfeat id-ns -n 1; }
+# DMRSL (Identify Controller, NVM command set): the most blocks one Dataset
+# Management range may name, 0 for no limit.
+device_dmrsl() { device_id dmrsl nvm-id-ctrl; }
+# MDTS: the largest transfer, as a power of two of CAP.MPSMIN pages.
+device_mdts() { device_id mdts id-ctrl; }
 
 sysq() { local v; read -r v <"/sys/block/$DISK/queue/$1" && echo "$v"; }
 
