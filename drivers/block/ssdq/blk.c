@@ -393,10 +393,16 @@ void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
 /*
  * Take back a request the controller will never complete (it is disabled):
  * ->complete requeues it, or fails it if the controller is dead.
+ *
+ * Only a request still in flight is ours to take. One marked complete
+ * belongs to its completer; and the tag iterator may hand us one that its
+ * completer has just ended (MQ_RQ_IDLE, kept alive only by the iterator's
+ * reference): completing that again would requeue a request about to be
+ * freed.
  */
 bool ssdq_cancel_rq(struct request *req, void *data)
 {
-	if (blk_mq_request_completed(req))
+	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
 		return true;
 	ssdq_iod(req)->nvme_status = NVME_SC_HOST_ABORTED_CMD;
 	blk_mq_complete_request(req);
