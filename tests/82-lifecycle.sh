@@ -222,10 +222,12 @@ dev_cmp "$DEV" "$REG_KEEP_OFF" "$REG_KEEP_LEN" "$keep" "data after the irqpoll u
 # sees errors and exits), but only after it lost bus mastering: it could
 # otherwise still write into pages handed back to their owners.
 busy_writer no-disable
+rf0=$(rec reset_failures)
 echo 1 >"$FAULT/fail_disable"
 if sysfs_reset 2>/dev/null; then fail "a reset of a controller that does not disable succeeded"; fi
 ok "the reset failed"
 assert_eq "disables that did not take" "$(injected failed_disables)" 1
+assert_eq "reset failures" "$(($(rec reset_failures) - rf0))" 1
 assert_eq "controller dead" "$(rec dead)" 1
 cmd=$(od -An -tu2 -j4 -N2 "$PCIDEV/config" | tr -d ' ')
 (((cmd & 4) == 0)) || fail "bus mastering still on (PCI command $cmd) with the controller given up"

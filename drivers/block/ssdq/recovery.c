@@ -130,12 +130,11 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start)
 	if (!ssdq_dead(dev))
 		ssdq_ctrl_reset_rings(dev);
 	ssdq_set_irqs(dev, true);
-	if (!ssdq_dead(dev)) {
+	if (!ssdq_dead(dev))
 		ret = ssdq_ctrl_restart(dev);
-		if (ret) {
-			atomic64_inc(&dev->recovery.reset_failures);
-			ssdq_fail_locked(dev, "reset failed");
-		}
+	if (ret) {
+		atomic64_inc(&dev->recovery.reset_failures);
+		ssdq_fail_locked(dev, "reset failed");
 	}
 	blk_mq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
