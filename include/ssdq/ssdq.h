@@ -2,18 +2,24 @@
 /*
  * ssdq: a reference blk-mq driver for NVMe SSDs.
  *
- * Shared definitions of the driver's files:
- *   main.c  - module parameters, PCI probe/remove, module init/exit
- *   ctrl.c  - controller bring-up: registers, admin queue, admin commands,
- *             interrupt vectors, I/O queue creation and shutdown
- *   queue.c - the SQ/CQ rings: allocation, command copy, doorbells, reaping
- *   blk.c   - the blk-mq glue: tag set, command setup, PRPs, completion,
- *             the gendisk
- *   plug.c  - implicit plugging: batches, doorbells, shadow doorbells
- *   recovery.c - timeouts: lost interrupts, abort, controller reset
- *   fault.c - fault injection in the device-facing layer
- *   steer.c - completion steering to the submitting CPU
- *   irq.c   - interrupt mitigation (irq_poll, deferred re-arm), polled queues
+ * Shared definitions of the driver's files, listed from the lowest layer up.
+ * A file calls only into files above it in this list, never into one below
+ * (scripts/layers.sh checks the object files):
+ *   attr.c     - parsing and showing the sysfs/debugfs switches
+ *   params.c   - module parameters and their ranges
+ *   fault.c    - fault injection: what the driver believes the device did
+ *   queue.c    - the SQ/CQ rings and every doorbell write
+ *   poll.c     - polled queues: no interrupt, ->poll
+ *   irq.c      - interrupt vectors, their handler, irqpoll mitigation, and
+ *                holding a queue's reapers off
+ *   steer.c    - completion steering: on which CPU a request ends
+ *   plug.c     - implicit plugging: when to ring the SQ doorbell
+ *   ctrl.c     - the controller: registers, admin queue and commands,
+ *                shadow doorbell buffer, creating and deleting I/O queues
+ *   recovery.c - timeouts, resets, retries: taking requests back
+ *   io.c       - the I/O path: a request from ->queue_rq to its end
+ *   disk.c     - blk-mq glue: the ops, tag set, queue maps, limits, gendisk
+ *   main.c     - the PCI driver and module init/exit
  */
 #ifndef _SSDQ_H
 #define _SSDQ_H
@@ -30,6 +36,8 @@
 #include <linux/pci.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+
+struct seq_file;
 
 /* ssdq always runs the controller with 4 KiB memory pages (CC.MPS = 0). */
 #define SSDQ_CTRL_PAGE_SHIFT	12
@@ -51,7 +59,7 @@
 /* Scatterlist entries kept in each request; larger ones chain from sg_pool. */
 #define SSDQ_INLINE_SGES	4
 
-/* Load-time settings, validated once in module init (main.c). */
+/* Load-time settings, validated once in module init (params.c). */
 struct ssdq_params {
 	unsigned int io_queues;		/* 0: one per possible CPU */
 	unsigned int poll_queues;	/* interrupt-less, HCTX_TYPE_POLL */
@@ -64,7 +72,10 @@ struct ssdq_params {
 
 extern struct ssdq_params ssdq_params;
 
-/* plug.c's counters, per queue; see Documentation/plugging.rst. */
+/*
+ * Doorbell counters, per queue: kept by the ring (queue.c) and by batching
+ * (plug.c), shown by plug.c; see Documentation/plugging.rst.
+ */
 struct ssdq_plug_stats {
 	u64 submitted;		/* commands copied into the SQ */
 	u64 batches;		/* runs of a plug list, one per queue */
@@ -121,7 +132,7 @@ struct ssdq_fault {
 	struct delayed_work delay_work;
 };
 
-/* irq.c's counters, per queue. */
+/* irq.c's counters, per queue (poll.c counts "polled"). */
 struct ssdq_irq_stats {
 	u64 interrupts;			/* handler invocations */
 	u64 completions;		/* CQEs reaped by handler or irq_poll */
@@ -133,7 +144,7 @@ struct ssdq_irq_stats {
 
 enum ssdq_irq_mode {
 	SSDQ_IRQ_DIRECT,
-	SSDQ_IRQ_POLL,
+	SSDQ_IRQ_IRQPOLL,
 };
 
 enum ssdq_steer_mode {
@@ -152,9 +163,21 @@ struct ssdq_steer_cpu {
 	u64 steered;			/* requests this CPU sent by IPI */
 };
 
+struct ssdq_queue;
+
+/*
+ * A queue's reaper: consume up to budget CQEs, hand each to whoever owns
+ * the queue's commands (the admin queue's in ctrl.c, the I/O path's in
+ * io.c), publish the new CQ head. Interrupt handlers and pollers reap
+ * through it without knowing what a CQE means.
+ */
+typedef int (*ssdq_reap_fn)(struct ssdq_queue *q, int budget,
+			    struct io_comp_batch *iob);
+
 /* One NVMe submission/completion queue pair; qid 0 is the admin queue. */
 struct ssdq_queue {
 	struct ssdq_dev *dev;
+	ssdq_reap_fn reap;
 	spinlock_t sq_lock;		/* sq_tail and the SQ slots */
 	struct nvme_command *sq_cmds;
 	struct nvme_completion *cqes;
@@ -170,14 +193,14 @@ struct ssdq_queue {
 	struct ssdq_plug_stats plug;
 	struct ssdq_irq_stats irq;
 	struct irq_poll iop;		/* irqpoll mode */
-	spinlock_t irq_lock;		/* polling vs. the handler */
-	spinlock_t cq_poll_lock;	/* polled queues: one reaper */
+	spinlock_t irq_lock;		/* irq_poll rounds vs. the handler */
+	spinlock_t cq_poll_lock;	/* poll queues: one reaper */
 	struct hrtimer defer_timer;	/* deferred re-arm: next look */
 	bool deferring;			/* ... is armed, vector masked */
 	unsigned int defer_empty;	/* empty deferred rounds in a row */
 	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
-	bool polling;			/* vector masked, irq_poll reaps */
-	bool polled;			/* no interrupt: HCTX_TYPE_POLL */
+	bool in_irqpoll;		/* vector masked, irq_poll reaps */
+	bool poll_queue;		/* no interrupt: HCTX_TYPE_POLL */
 	u16 qid;
 	u16 depth;
 	u16 sq_tail;
@@ -253,7 +276,10 @@ struct ssdq_dev {
 	unsigned int nr_poll_queues;	/* of which polled */
 	unsigned int io_depth;
 
-	/* Plugging (plug.c): runtime switches and the shadow doorbell pages. */
+	/*
+	 * Plugging (plug.c): runtime switches; the shadow doorbell pages
+	 * (ctrl.c) that the second one uses.
+	 */
 	bool batch_doorbells;
 	bool shadow_doorbells;
 	__le32 *dbbuf_dbs;
@@ -263,11 +289,11 @@ struct ssdq_dev {
 	size_t dbbuf_len;
 
 	/* Interrupt mitigation (irq.c) and steering (steer.c) switches. */
-	int irq_mode;
+	unsigned int irq_mode;
 	unsigned int irq_budget;
 	unsigned int irq_defer_us;
 	unsigned int irq_defer_rounds;
-	int steer_mode;
+	unsigned int steer_mode;
 	struct ssdq_steer_cpu __percpu *steer;
 
 	struct dma_pool *prp_pool;
@@ -275,12 +301,6 @@ struct ssdq_dev {
 	struct gendisk *disk;
 	struct dentry *debugfs;		/* /sys/kernel/debug/ssdq/ssdqN */
 };
-
-extern struct dentry *ssdq_debugfs_root;
-
-/* main.c */
-ssize_t ssdq_sysfs_emit_choice(char *buf, const char * const *names,
-			       int nr, int cur);
 
 static inline struct ssdq_iod *ssdq_iod(struct request *req)
 {
@@ -300,89 +320,112 @@ static inline u16 ssdq_cid(struct request *req)
 	return (ssdq_iod(req)->genctr & 0xf) << SSDQ_CID_TAG_BITS | req->tag;
 }
 
-/* queue.c */
-int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth);
-void ssdq_queue_free(struct ssdq_queue *q);
-void ssdq_queue_reset_rings(struct ssdq_queue *q);
-void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
-bool ssdq_cq_pending(struct ssdq_queue *q);
-int ssdq_cq_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob);
-int ssdq_cq_reap_exclusive(struct ssdq_queue *q);
+static inline bool ssdq_dead(struct ssdq_dev *dev)
+{
+	return test_bit(SSDQ_DEAD, &dev->flags);
+}
 
 static inline unsigned int ssdq_nr_irq_queues(struct ssdq_dev *dev)
 {
 	return dev->nr_io_queues - dev->nr_poll_queues;
 }
 
-/* irq.c */
-irqreturn_t ssdq_irq(int irq, void *data);
-void ssdq_irq_init_queue(struct ssdq_queue *q);
-void ssdq_queue_quiesce_reapers(struct ssdq_queue *q);
-void ssdq_queue_resume_reapers(struct ssdq_queue *q);
-void ssdq_queue_stop_irqpoll(struct ssdq_queue *q);
-int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob);
-void ssdq_irq_debugfs_init(struct ssdq_dev *dev);
-extern const struct attribute_group ssdq_irq_attr_group;
+/* The device behind /sys/block/ssdqN, for the techniques' attributes. */
+static inline struct ssdq_dev *ssdq_from_disk_dev(struct device *d)
+{
+	return dev_to_disk(d)->private_data;
+}
 
-/* steer.c */
-int ssdq_steer_init(struct ssdq_dev *dev);
-void ssdq_steer_free(struct ssdq_dev *dev);
-void ssdq_steer_complete(struct ssdq_queue *q, struct request *req);
-void ssdq_steer_flush(struct ssdq_queue *q);
-void ssdq_steer_account(struct ssdq_dev *dev, struct request *req);
-void ssdq_steer_debugfs_init(struct ssdq_dev *dev);
-extern const struct attribute_group ssdq_steer_attr_group;
+/*
+ * attr.c: a technique's switch, /sys/block/ssdqN/<group>/<name>: a field of
+ * struct ssdq_dev (bool for SSDQ_ATTR_BOOL, unsigned int otherwise) that
+ * the generic show and store read and write. A set hook, if any, replaces
+ * the plain store of a valid value; it may still refuse it.
+ */
+enum ssdq_attr_kind {
+	SSDQ_ATTR_BOOL,			/* 0 or 1 */
+	SSDQ_ATTR_UINT,			/* min-max */
+	SSDQ_ATTR_CHOICE,		/* one of names[] */
+};
 
-/* ctrl.c */
-int ssdq_ctrl_map(struct ssdq_dev *dev);
-int ssdq_ctrl_init_admin(struct ssdq_dev *dev);
-int ssdq_ctrl_identify(struct ssdq_dev *dev);
-int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
-			      unsigned int nr_poll);
-void ssdq_ctrl_teardown(struct ssdq_dev *dev);
-void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
-int ssdq_ctrl_restart(struct ssdq_dev *dev);
-void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe);
-int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
-		    u32 *result);
-int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
-bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
+struct ssdq_attr {
+	struct device_attribute dattr;
+	const char *path;		/* "<group>/<name>", for dmesg */
+	enum ssdq_attr_kind kind;
+	size_t offset;			/* of the field in struct ssdq_dev */
+	unsigned int min, max;		/* SSDQ_ATTR_UINT */
+	const char * const *names;	/* SSDQ_ATTR_CHOICE */
+	int (*set)(struct ssdq_dev *dev, unsigned int val);
+};
 
-/* blk.c */
-int ssdq_blk_init(struct ssdq_dev *dev);
-void ssdq_blk_del(struct ssdq_dev *dev);
-void ssdq_blk_free(struct ssdq_dev *dev);
-void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
-		      struct io_comp_batch *iob);
-void ssdq_complete_rq(struct request *req);
-bool ssdq_cancel_rq(struct request *req, void *data);
-blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req);
+ssize_t ssdq_attr_show(struct device *d, struct device_attribute *attr,
+		       char *buf);
+ssize_t ssdq_attr_store(struct device *d, struct device_attribute *attr,
+			const char *buf, size_t count);
 
-/* plug.c */
-void ssdq_sq_flush(struct ssdq_queue *q);
-void ssdq_cq_ring_doorbell(struct ssdq_queue *q);
-void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
-		     bool last);
-void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
-void ssdq_queue_rqs(struct rq_list *rqlist);
-int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues);
-int ssdq_dbbuf_config(struct ssdq_dev *dev);
-void ssdq_dbbuf_init_queue(struct ssdq_queue *q);
-void ssdq_dbbuf_free(struct ssdq_dev *dev);
-void ssdq_dbbuf_abandon(struct ssdq_dev *dev);
-void ssdq_plug_debugfs_init(struct ssdq_dev *dev);
-extern const struct attribute_group ssdq_plug_attr_group;
+#define __SSDQ_ATTR(_name, _mode, _show, _group, _kind, _offset, _min,	\
+		    _max, _names, _set)					\
+	{								\
+		.dattr	= __ATTR(_name, _mode, _show, ssdq_attr_store),	\
+		.path	= _group "/" #_name,				\
+		.kind	= _kind,					\
+		.offset	= _offset,					\
+		.min	= _min,						\
+		.max	= _max,						\
+		.names	= _names,					\
+		.set	= _set,						\
+	}
+#define SSDQ_ATTR_BOOL(_name, _group, _field, _set)			\
+	__SSDQ_ATTR(_name, 0644, ssdq_attr_show, _group, SSDQ_ATTR_BOOL,	\
+		    offsetof(struct ssdq_dev, _field), 0, 1, NULL, _set)
+#define SSDQ_ATTR_UINT(_name, _group, _field, _min, _max, _set)		\
+	__SSDQ_ATTR(_name, 0644, ssdq_attr_show, _group, SSDQ_ATTR_UINT,	\
+		    offsetof(struct ssdq_dev, _field), _min, _max, NULL,	\
+		    _set)
+/* _names: NULL-terminated, indexed by the field's values. */
+#define SSDQ_ATTR_CHOICE(_name, _group, _field, _names)			\
+	__SSDQ_ATTR(_name, 0644, ssdq_attr_show, _group,		\
+		    SSDQ_ATTR_CHOICE, offsetof(struct ssdq_dev, _field), 0,	\
+		    0, _names, NULL)
+/* Write-only, no field: an action, done by _set when 1 is written. */
+#define SSDQ_ATTR_ACTION(_name, _group, _set)				\
+	__SSDQ_ATTR(_name, 0200, NULL, _group, SSDQ_ATTR_UINT, 0, 1, 1,	\
+		    NULL, _set)
 
-/* recovery.c */
-enum blk_eh_timer_return ssdq_timeout(struct request *req);
-void ssdq_recovery_init(struct ssdq_dev *dev);
-void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
-void ssdq_dev_shutdown(struct ssdq_dev *dev);
-void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
-void ssdq_pci_reset_done(struct ssdq_dev *dev);
-bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);
-void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
-extern const struct attribute_group ssdq_recovery_attr_group;
+/* A technique's directory of switches, /sys/block/ssdqN/<_name>/. */
+#define SSDQ_ATTR_GROUP(_var, _name, ...)				\
+	static struct attribute *_var##_attrs[] = { __VA_ARGS__, NULL };	\
+	const struct attribute_group _var = {				\
+		.name	= _name,					\
+		.attrs	= _var##_attrs,					\
+	}
+
+/*
+ * A technique's per-queue counters, /sys/kernel/debug/ssdq/ssdqN/<name>: a
+ * struct of u64s in struct ssdq_queue, shown one line per queue.
+ */
+struct ssdq_queue_stats {
+	const char *name;
+	const char *header;		/* the first line: the columns */
+	size_t offset;			/* of the struct in ssdq_queue */
+	unsigned int nr;		/* u64s in it */
+};
+
+#define SSDQ_QUEUE_STATS(_name, _field, _type, _header)			\
+	{								\
+		.name	= _name,					\
+		.header	= _header,					\
+		.offset	= offsetof(struct ssdq_queue, _field),		\
+		.nr	= sizeof(_type) / sizeof(u64),			\
+	}
+
+int ssdq_parse_uint(struct device *d, const char *name, const char *buf,
+		    unsigned int min, unsigned int max, unsigned int *val);
+void ssdq_debugfs_queue_stats(struct ssdq_dev *dev,
+			      const struct ssdq_queue_stats *stats);
+
+/* params.c */
+int __init ssdq_params_check(void);
 
 /* fault.c */
 void ssdq_fault_init(struct ssdq_dev *dev);
@@ -393,11 +436,139 @@ bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
 u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, u16 status);
 unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
-void ssdq_fault_flush(struct ssdq_dev *dev);
+void ssdq_fault_release_delayed(struct ssdq_dev *dev);
 
-static inline bool ssdq_dead(struct ssdq_dev *dev)
+/* queue.c */
+int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth,
+		     ssdq_reap_fn reap);
+void ssdq_queue_free(struct ssdq_queue *q);
+void ssdq_queue_reset_rings(struct ssdq_queue *q);
+void ssdq_queue_set_dbbuf(struct ssdq_queue *q, __le32 *dbs, __le32 *eis);
+void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
+void ssdq_sq_ring_doorbell(struct ssdq_queue *q);
+void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
+		     bool ring);
+void ssdq_cq_ring_doorbell(struct ssdq_queue *q);
+
+static inline bool ssdq_cq_pending(struct ssdq_queue *q)
 {
-	return test_bit(SSDQ_DEAD, &dev->flags);
+	struct nvme_completion *cqe = &q->cqes[q->cq_head];
+
+	return (le16_to_cpu(READ_ONCE(cqe->status)) & 1) == q->cq_phase;
 }
+
+static inline void ssdq_cq_advance(struct ssdq_queue *q)
+{
+	if (++q->cq_head == q->depth) {
+		q->cq_head = 0;
+		q->cq_phase ^= 1;
+	}
+}
+
+/*
+ * The ring's half of a reaper: hand each new CQE, up to budget, to @handle
+ * and tell the controller once, at the end, how far we got. Inlined into
+ * each kind of reaper, so @handle is a direct call. Callers make sure only
+ * one context reaps a queue at a time (irq.c, poll.c).
+ */
+static __always_inline int
+ssdq_cq_reap(struct ssdq_queue *q, int budget,
+	     void (*handle)(struct ssdq_queue *q, struct nvme_completion *cqe,
+			    struct io_comp_batch *iob),
+	     struct io_comp_batch *iob)
+{
+	int found = 0;
+
+	while (found < budget && ssdq_cq_pending(q)) {
+		/* The phase bit was seen; read the rest of the entry after it. */
+		dma_rmb();
+		handle(q, &q->cqes[q->cq_head], iob);
+		ssdq_cq_advance(q);
+		found++;
+	}
+	if (found)
+		ssdq_cq_ring_doorbell(q);
+	return found;
+}
+
+/* Reap a queue with the reaper of its kind (admin or I/O). */
+static inline int ssdq_queue_reap(struct ssdq_queue *q, int budget,
+				  struct io_comp_batch *iob)
+{
+	return q->reap(q, budget, iob);
+}
+
+/* poll.c */
+unsigned int ssdq_poll_queues_wanted(void);
+void ssdq_poll_map_queues(struct blk_mq_tag_set *set);
+int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob);
+int ssdq_poll_reap_alone(struct ssdq_queue *q);
+
+/* irq.c */
+void ssdq_irq_init(struct ssdq_dev *dev);
+int ssdq_irq_request(struct ssdq_queue *q);
+void ssdq_irq_free(struct ssdq_queue *q);
+void ssdq_irq_quiesce(struct ssdq_queue *q);
+void ssdq_irq_unquiesce(struct ssdq_queue *q);
+int ssdq_queue_reap_alone(struct ssdq_queue *q);
+extern const struct ssdq_queue_stats ssdq_irq_stats;
+extern const struct attribute_group ssdq_irq_attr_group;
+
+/* steer.c */
+int ssdq_steer_init(struct ssdq_dev *dev);
+void ssdq_steer_free(struct ssdq_dev *dev);
+int ssdq_steer_init_queue(struct ssdq_queue *q);
+void ssdq_steer_free_queue(struct ssdq_queue *q);
+bool ssdq_steer_away(struct ssdq_queue *q, struct request *req);
+void ssdq_steer_send_ipis(struct ssdq_queue *q);
+void ssdq_steer_account(struct ssdq_dev *dev, struct request *req);
+void ssdq_steer_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_steer_attr_group;
+
+/* plug.c */
+void ssdq_plug_init(struct ssdq_dev *dev);
+bool ssdq_plug_ring_now(struct ssdq_queue *q, bool last);
+void ssdq_plug_account_batch(struct ssdq_queue *q, unsigned int n);
+extern const struct ssdq_queue_stats ssdq_plug_stats;
+extern const struct attribute_group ssdq_plug_attr_group;
+
+/* ctrl.c */
+int ssdq_ctrl_map(struct ssdq_dev *dev);
+int ssdq_ctrl_init_admin(struct ssdq_dev *dev);
+int ssdq_ctrl_identify(struct ssdq_dev *dev);
+int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
+			      unsigned int nr_poll, ssdq_reap_fn io_reap);
+void ssdq_ctrl_teardown(struct ssdq_dev *dev);
+void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
+int ssdq_ctrl_restart(struct ssdq_dev *dev);
+int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
+		    u32 *result);
+int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
+bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
+
+/* recovery.c */
+void ssdq_recovery_init(struct ssdq_dev *dev);
+enum blk_eh_timer_return ssdq_timeout(struct request *req);
+bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);
+void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
+void ssdq_dev_shutdown(struct ssdq_dev *dev);
+void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
+void ssdq_pci_reset_done(struct ssdq_dev *dev);
+void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_recovery_attr_group;
+
+/* io.c */
+blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
+			   const struct blk_mq_queue_data *bd);
+void ssdq_queue_rqs(struct rq_list *rqlist);
+void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
+int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob);
+void ssdq_complete_rq(struct request *req);
+
+/* disk.c */
+extern struct dentry *ssdq_debugfs_root;
+int ssdq_disk_add(struct ssdq_dev *dev);
+void ssdq_disk_del(struct ssdq_dev *dev);
+void ssdq_disk_free(struct ssdq_dev *dev);
 
 #endif /* _SSDQ_H */

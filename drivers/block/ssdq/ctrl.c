@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ssdq controller bring-up and shutdown: the registers in BAR0, the admin
- * queue and the admin commands that identify the controller and create its
- * I/O queues, one per interrupt vector.
+ * queue and the admin commands that identify the controller, hand it the
+ * shadow doorbell buffer and create its I/O queues, one per interrupt
+ * vector. Nothing here knows about requests: the I/O queues' reaper comes
+ * from the I/O path (io.c) through probe.
  */
 #include <linux/delay.h>
 #include <linux/interrupt.h>
@@ -188,26 +190,31 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	return 0;
 }
 
-static int ssdq_request_queue_irq(struct ssdq_queue *q)
+/* The admin queue's CQE handler: wake the one command waiting. */
+static void ssdq_admin_handle_cqe(struct ssdq_queue *q,
+				  struct nvme_completion *cqe,
+				  struct io_comp_batch *iob)
 {
 	struct ssdq_dev *dev = q->dev;
-	int ret;
 
-	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
-			      "ssdq%dq%u", dev->instance, q->qid);
-	q->irq_requested = !ret;
-	/* pci_irq_vector() may sleep: look it up once, here. */
-	if (!ret)
-		q->irqnr = pci_irq_vector(dev->pdev, q->vector);
-	return ret;
+	if (cqe->command_id != READ_ONCE(dev->admin_cid)) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "ignoring admin completion for stale id %u\n",
+				     cqe->command_id);
+		return;
+	}
+	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
+		return;
+	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
+	dev->admin_result = le32_to_cpu(cqe->result.u32);
+	complete(&dev->admin_done);
 }
 
-static void ssdq_free_queue_irq(struct ssdq_queue *q)
+/* The admin queue's reaper, run by its interrupt handler (irq.c). */
+static int ssdq_admin_reap(struct ssdq_queue *q, int budget,
+			   struct io_comp_batch *iob)
 {
-	if (!q->irq_requested)
-		return;
-	pci_free_irq(q->dev->pdev, q->vector, q);
-	q->irq_requested = false;
+	return ssdq_cq_reap(q, budget, ssdq_admin_handle_cqe, NULL);
 }
 
 /* Describe the admin rings in AQA/ASQ/ACQ and enable the controller. */
@@ -239,7 +246,7 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 	ret = ssdq_ctrl_stop_dma(dev, false);
 	if (ret)
 		return ret;
-	ret = ssdq_queue_alloc(dev, 0, SSDQ_ADMIN_DEPTH);
+	ret = ssdq_queue_alloc(dev, 0, SSDQ_ADMIN_DEPTH, ssdq_admin_reap);
 	if (ret)
 		return ret;
 
@@ -247,7 +254,7 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
 	if (ret < 0)
 		return ret;
 	aq->vector = 0;
-	ret = ssdq_request_queue_irq(aq);
+	ret = ssdq_irq_request(aq);
 	if (ret)
 		return ret;
 	return ssdq_ctrl_start(dev);
@@ -295,15 +302,11 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 	reinit_completion(&dev->admin_done);
 	cmd->common.command_id = dev->admin_cid;
 
-	spin_lock(&aq->sq_lock);
-	ssdq_sq_copy_cmd(aq, cmd);
-	aq->plug.submitted++;
-	ssdq_sq_flush(aq);
-	spin_unlock(&aq->sq_lock);
+	ssdq_submit_cmd(aq, cmd, true);
 
 	if (!wait_for_completion_timeout(&dev->admin_done, timeout)) {
 		/* Perhaps only the interrupt got lost. */
-		ssdq_cq_reap_exclusive(aq);
+		ssdq_queue_reap_alone(aq);
 		if (!try_wait_for_completion(&dev->admin_done)) {
 			ssdq_admin_timed_out(dev, cmd->common.opcode);
 			ret = -ETIMEDOUT;
@@ -316,24 +319,6 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 out:
 	mutex_unlock(&dev->admin_lock);
 	return ret;
-}
-
-/* Called by the admin queue's reaper for each of its CQEs. */
-void ssdq_admin_complete(struct ssdq_queue *q, struct nvme_completion *cqe)
-{
-	struct ssdq_dev *dev = q->dev;
-
-	if (cqe->command_id != READ_ONCE(dev->admin_cid)) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "ignoring admin completion for stale id %u\n",
-				     cqe->command_id);
-		return;
-	}
-	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
-		return;
-	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
-	dev->admin_result = le32_to_cpu(cqe->result.u32);
-	complete(&dev->admin_done);
 }
 
 static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid, u8 csi,
@@ -474,6 +459,104 @@ out:
 	return ssdq_status_errno(ret);
 }
 
+/*
+ * Shadow doorbells (Doorbell Buffer Config, OACS bit 8): one page of tails
+ * and heads the driver writes, one of event indexes the controller writes,
+ * each slot where the MMIO doorbell would be. The ring (queue.c) uses them;
+ * plugging/shadow_doorbells switches them.
+ */
+static size_t ssdq_dbbuf_bytes(struct ssdq_dev *dev, unsigned int nr_queues)
+{
+	return PAGE_ALIGN(nr_queues * 2 * sizeof(__le32) * dev->db_stride);
+}
+
+static void ssdq_dbbuf_free(struct ssdq_dev *dev)
+{
+	struct device *dmadev = &dev->pdev->dev;
+
+	if (dev->dbbuf_dbs)
+		dma_free_coherent(dmadev, dev->dbbuf_len, dev->dbbuf_dbs,
+				  dev->dbbuf_dbs_dma);
+	if (dev->dbbuf_eis)
+		dma_free_coherent(dmadev, dev->dbbuf_len, dev->dbbuf_eis,
+				  dev->dbbuf_eis_dma);
+	dev->dbbuf_dbs = NULL;
+	dev->dbbuf_eis = NULL;
+}
+
+/*
+ * Send Doorbell Buffer Config with zeroed pages: at probe, and again after
+ * every reset, which makes the controller forget them along with the queues.
+ */
+static int ssdq_dbbuf_config(struct ssdq_dev *dev)
+{
+	struct nvme_command c = { };
+
+	if (!dev->dbbuf_dbs)
+		return 0;
+	if (ssdq_fault_take(dev, SSDQ_FAULT_REFUSE_DBBUF))
+		return NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+	memset(dev->dbbuf_dbs, 0, dev->dbbuf_len);
+	memset(dev->dbbuf_eis, 0, dev->dbbuf_len);
+	c.dbbuf.opcode = nvme_admin_dbbuf;
+	c.dbbuf.prp1 = cpu_to_le64(dev->dbbuf_dbs_dma);
+	c.dbbuf.prp2 = cpu_to_le64(dev->dbbuf_eis_dma);
+	return ssdq_admin_exec(dev, &c, NULL);
+}
+
+/*
+ * Hand the controller its shadow doorbell and event index pages, before the
+ * I/O queues exist so that each is created with its slots. A controller that
+ * lacks the feature, or refuses it, simply runs on MMIO doorbells.
+ */
+static int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	int ret;
+
+	if (!(dev->oacs & NVME_CTRL_OACS_DBBUF_SUPP))
+		return 0;
+	dev->dbbuf_len = ssdq_dbbuf_bytes(dev, nr_queues);
+	dev->dbbuf_dbs = dma_alloc_coherent(dmadev, dev->dbbuf_len,
+					    &dev->dbbuf_dbs_dma, GFP_KERNEL);
+	dev->dbbuf_eis = dma_alloc_coherent(dmadev, dev->dbbuf_len,
+					    &dev->dbbuf_eis_dma, GFP_KERNEL);
+	if (!dev->dbbuf_dbs || !dev->dbbuf_eis) {
+		ssdq_dbbuf_free(dev);
+		return -ENOMEM;
+	}
+
+	ret = ssdq_dbbuf_config(dev);
+	if (ret) {
+		dev_warn(dmadev,
+			 "Doorbell Buffer Config failed (%d), MMIO doorbells only\n",
+			 ret);
+		ssdq_dbbuf_free(dev);
+		return ret < 0 ? ret : 0;
+	}
+	ssdq_queue_set_dbbuf(&dev->queues[0], dev->dbbuf_dbs, dev->dbbuf_eis);
+	dev->shadow_doorbells = true;
+	return 0;
+}
+
+/*
+ * The controller refused Doorbell Buffer Config after a reset: run on MMIO
+ * doorbells from now on. The I/O queues are stopped; the admin queue's
+ * reaper, which publishes its CQ head, is held off while its slots go.
+ */
+static void ssdq_dbbuf_abandon(struct ssdq_dev *dev)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+	unsigned int qid;
+
+	ssdq_irq_quiesce(aq);
+	for (qid = 0; qid <= dev->nr_io_queues; qid++)
+		ssdq_queue_set_dbbuf(&dev->queues[qid], NULL, NULL);
+	ssdq_irq_unquiesce(aq);
+	WRITE_ONCE(dev->shadow_doorbells, false);
+	ssdq_dbbuf_free(dev);
+}
+
 /* Ask for *count queue pairs; the controller answers how many it grants. */
 static int ssdq_set_queue_count(struct ssdq_dev *dev, unsigned int *count)
 {
@@ -504,8 +587,8 @@ static int ssdq_create_cq(struct ssdq_queue *q)
 	c.create_cq.cqid = cpu_to_le16(q->qid);
 	c.create_cq.qsize = cpu_to_le16(q->depth - 1);
 	c.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
-	/* A polled queue's CQ raises no interrupt at all. */
-	if (!q->polled) {
+	/* A poll queue's CQ raises no interrupt at all. */
+	if (!q->poll_queue) {
 		c.create_cq.cq_flags |= cpu_to_le16(NVME_CQ_IRQ_ENABLED);
 		c.create_cq.irq_vector = cpu_to_le16(q->vector);
 	}
@@ -514,15 +597,18 @@ static int ssdq_create_cq(struct ssdq_queue *q)
 
 static int ssdq_create_sq(struct ssdq_queue *q)
 {
-	struct nvme_command c = { };
+	struct nvme_command c = {
+		.create_sq = {
+			.opcode		= nvme_admin_create_sq,
+			.prp1		= cpu_to_le64(q->sq_dma),
+			.sqid		= cpu_to_le16(q->qid),
+			.qsize		= cpu_to_le16(q->depth - 1),
+			.sq_flags	= cpu_to_le16(NVME_QUEUE_PHYS_CONTIG |
+						      NVME_SQ_PRIO_MEDIUM),
+			.cqid		= cpu_to_le16(q->qid),
+		},
+	};
 
-	c.create_sq.opcode = nvme_admin_create_sq;
-	c.create_sq.prp1 = cpu_to_le64(q->sq_dma);
-	c.create_sq.sqid = cpu_to_le16(q->qid);
-	c.create_sq.qsize = cpu_to_le16(q->depth - 1);
-	c.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG |
-					   NVME_SQ_PRIO_MEDIUM);
-	c.create_sq.cqid = cpu_to_le16(q->qid);
 	return ssdq_admin_exec(q->dev, &c, NULL);
 }
 
@@ -560,18 +646,25 @@ fail:
 	return ssdq_status_errno(ret);
 }
 
-/* Allocate one I/O queue pair, give it its vector, create it. */
-static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
+/*
+ * Allocate one I/O queue pair with the I/O path's reaper, give it its
+ * steering mask and its vector, create it.
+ */
+static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid,
+				ssdq_reap_fn io_reap)
 {
 	struct ssdq_queue *q = &dev->queues[qid];
 	int ret;
 
-	ret = ssdq_queue_alloc(dev, qid, dev->io_depth);
+	ret = ssdq_queue_alloc(dev, qid, dev->io_depth, io_reap);
 	if (ret)
 		return ret;
-	if (!q->polled) {
+	ret = ssdq_steer_init_queue(q);
+	if (ret)
+		return ret;
+	if (!q->poll_queue) {
 		q->vector = qid;
-		ret = ssdq_request_queue_irq(q);
+		ret = ssdq_irq_request(q);
 		if (ret)
 			return ret;
 	}
@@ -585,7 +678,7 @@ static int ssdq_create_io_queue(struct ssdq_dev *dev, u16 qid)
  * stays with the admin queue (pre_vectors), so it is reallocated with them.
  */
 int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
-			      unsigned int nr_poll)
+			      unsigned int nr_poll, ssdq_reap_fn io_reap)
 {
 	struct irq_affinity affd = { .pre_vectors = 1 };
 	struct ssdq_queue *aq = &dev->queues[0];
@@ -604,7 +697,7 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 	if (ret)
 		return ret;
 
-	ssdq_free_queue_irq(aq);
+	ssdq_irq_free(aq);
 	pci_free_irq_vectors(dev->pdev);
 	ret = pci_alloc_irq_vectors_affinity(dev->pdev, 2, nr_irq + 1,
 					     PCI_IRQ_MSIX | PCI_IRQ_MSI |
@@ -615,7 +708,7 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 		return ret;
 	}
 	nr_irq = ret - 1;
-	ret = ssdq_request_queue_irq(aq);
+	ret = ssdq_irq_request(aq);
 	if (ret)
 		return ret;
 
@@ -623,8 +716,8 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 			      NVME_CAP_MQES(dev->cap) + 1);
 	dev->nr_io_queues = 0;
 	for (qid = 1; qid <= nr_irq + nr_poll; qid++) {
-		dev->queues[qid].polled = qid > nr_irq;
-		ret = ssdq_create_io_queue(dev, qid);
+		dev->queues[qid].poll_queue = qid > nr_irq;
+		ret = ssdq_create_io_queue(dev, qid, io_reap);
 		dev->nr_io_queues = qid;	/* so teardown sees it */
 		dev->nr_poll_queues = qid > nr_irq ? qid - nr_irq : 0;
 		if (ret)
@@ -660,17 +753,14 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 	dev->queues[0].created = false;
 	pci_clear_master(dev->pdev);
 
-	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
-		struct ssdq_queue *q = &dev->queues[qid];
-
-		/* A deferred re-arm may still be polling: stop it first. */
-		if (q->irq_requested && qid)
-			ssdq_queue_stop_irqpoll(q);
-		ssdq_free_queue_irq(q);
-	}
-	pci_free_irq_vectors(dev->pdev);
 	for (qid = 0; qid <= dev->nr_io_queues; qid++)
+		ssdq_irq_free(&dev->queues[qid]);
+	pci_free_irq_vectors(dev->pdev);
+	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
+		if (qid)
+			ssdq_steer_free_queue(&dev->queues[qid]);
 		ssdq_queue_free(&dev->queues[qid]);
+	}
 	ssdq_dbbuf_free(dev);
 }
 

@@ -30,10 +30,15 @@
  * Counters: fault/injected, one line per kind, of what was really done.
  *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
- * in blk.c) on kernels built with CONFIG_FAIL_IO_TIMEOUT.
+ * in io.c) on kernels built with CONFIG_FAIL_IO_TIMEOUT.
+ *
+ * The I/O path (io.c), the interrupt handler (irq.c) and the controller
+ * code (ctrl.c) ask here, at each point where a device could misbehave,
+ * what it "did"; this file calls nothing of theirs.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include <ssdq/ssdq.h>
 
@@ -121,7 +126,7 @@ static void ssdq_fault_delay_work(struct work_struct *work)
 }
 
 /* A reset hands delayed completions up at once: they are real ones. */
-void ssdq_fault_flush(struct ssdq_dev *dev)
+void ssdq_fault_release_delayed(struct ssdq_dev *dev)
 {
 	struct ssdq_fault *f = &dev->fault;
 	struct ssdq_iod *iod, *tmp;
@@ -216,15 +221,22 @@ static ssize_t ssdq_knob_write(struct file *file, const char __user *ubuf,
 {
 	const struct ssdq_fault_knob *k = ssdq_knob_of(file);
 	struct ssdq_dev *dev = file->private_data;
+	char buf[24], name[40];
 	unsigned int val;
+	size_t len;
+	int ret;
 
 	if (!k)
 		return -ENOENT;
-	if (kstrtouint_from_user(ubuf, count, 0, &val) || val > k->max) {
-		dev_err(&dev->pdev->dev, "fault/%s takes 0-%u\n", k->name,
-			k->max);
-		return -EINVAL;
-	}
+	/* Too long to be a number: parsed as "", refused with the rest. */
+	len = count < sizeof(buf) ? count : 0;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	snprintf(name, sizeof(name), "fault/%s", k->name);
+	ret = ssdq_parse_uint(&dev->pdev->dev, name, buf, 0, k->max, &val);
+	if (ret)
+		return ret;
 	atomic_set(ssdq_knob_val(dev, k), val);
 	/* Stays armed: the hot path then pays one atomic per event. */
 	if (val)
@@ -237,7 +249,6 @@ static const struct file_operations ssdq_knob_fops = {
 	.open	= simple_open,
 	.read	= ssdq_knob_read,
 	.write	= ssdq_knob_write,
-	.llseek	= default_llseek,
 };
 
 static int ssdq_fault_injected_show(struct seq_file *m, void *unused)

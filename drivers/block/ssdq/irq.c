@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ssdq interrupt mitigation: iopoll and polled queues.
+ * ssdq interrupts: the vectors, their handler, and iopoll-style mitigation.
  *
  * An interrupt per completion is what a fast SSD cannot afford. Modes, per
  * device:
@@ -18,17 +18,16 @@
  * path looks at the CQ again, and an interrupt that arrived while masked is
  * replayed by the IRQ core when the vector is unmasked.
  *
- * Polled queues (load-time poll_queues=N) have no interrupt at all: they
- * form blk-mq's HCTX_TYPE_POLL map, and io_uring's IOPOLL (fio --hipri)
- * reaps them through ->poll, completing in batches (io_comp_batch).
+ * Every reaper here calls the queue's own (ssdq_queue_reap()): this file
+ * decides when a CQ is reaped and by whom, not what a CQE means. Polled
+ * queues, which have no vector, are poll.c's.
  *
  * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us,defer_rounds}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
  */
-#include <linux/debugfs.h>
 #include <linux/interrupt.h>
 #include <linux/irq_poll.h>
-#include <linux/seq_file.h>
+#include <linux/pci.h>
 
 #include <ssdq/ssdq.h>
 
@@ -36,22 +35,35 @@
 #define SSDQ_IRQ_MAX_DEFER_US	10000
 #define SSDQ_IRQ_MAX_DEFER_ROUNDS	100
 
+#define SSDQ_IRQ_DEFAULT_BUDGET	64
+#define SSDQ_IRQ_DEFAULT_DEFER_ROUNDS	2
+
 static const char * const ssdq_irq_mode_names[] = {
 	[SSDQ_IRQ_DIRECT]	= "direct",
-	[SSDQ_IRQ_POLL]		= "irqpoll",
+	[SSDQ_IRQ_IRQPOLL]	= "irqpoll",
+	NULL
 };
+
+/* The switches' defaults: direct mode, no deferral. */
+void ssdq_irq_init(struct ssdq_dev *dev)
+{
+	dev->irq_mode = SSDQ_IRQ_DIRECT;
+	dev->irq_budget = SSDQ_IRQ_DEFAULT_BUDGET;
+	dev->irq_defer_us = 0;
+	dev->irq_defer_rounds = SSDQ_IRQ_DEFAULT_DEFER_ROUNDS;
+}
 
 /* Mask the vector and let the softirq reap; the caller holds irq_lock. */
 static void ssdq_irqpoll_start(struct ssdq_queue *q)
 {
-	if (q->polling)
+	if (q->in_irqpoll)
 		return;
 	disable_irq_nosync(q->irqnr);
-	q->polling = true;
+	q->in_irqpoll = true;
 	irq_poll_sched(&q->iop);
 }
 
-irqreturn_t ssdq_irq(int irq, void *data)
+static irqreturn_t ssdq_irq(int irq, void *data)
 {
 	struct ssdq_queue *q = data;
 	int found;
@@ -61,17 +73,17 @@ irqreturn_t ssdq_irq(int irq, void *data)
 	q->irq.interrupts++;
 	/*
 	 * irq_lock orders this against an irq_poll round: while one owns the
-	 * CQ (q->polling), even a direct-mode handler leaves it alone, e.g.
+	 * CQ (q->in_irqpoll), even a direct-mode handler leaves it alone, e.g.
 	 * right after the mode was switched.
 	 */
 	spin_lock(&q->irq_lock);
-	if (q->polling) {
+	if (q->in_irqpoll) {
 		found = 1;
-	} else if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_POLL) {
+	} else if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_IRQPOLL) {
 		ssdq_irqpoll_start(q);
 		found = 1;
 	} else {
-		found = ssdq_cq_reap(q, INT_MAX, NULL);
+		found = ssdq_queue_reap(q, INT_MAX, NULL);
 		q->irq.completions += found;
 	}
 	spin_unlock(&q->irq_lock);
@@ -121,7 +133,7 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 	unsigned long flags;
 	int found;
 
-	found = ssdq_cq_reap(q, budget, NULL);
+	found = ssdq_queue_reap(q, budget, NULL);
 	q->irq.rounds++;
 	q->irq.completions += found;
 	if (found >= budget) {
@@ -133,7 +145,7 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 
 	spin_lock_irqsave(&q->irq_lock, flags);
 	irq_poll_complete(iop);
-	q->polling = false;
+	q->in_irqpoll = false;
 	enable_irq(q->irqnr);
 	/* A CQE that landed after our last look: go round again. */
 	if (ssdq_cq_pending(q))
@@ -142,25 +154,37 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 	return found;
 }
 
-void ssdq_irq_init_queue(struct ssdq_queue *q)
+/*
+ * Give a queue its vector: the admin queue's, or an I/O queue's own, with
+ * irq_poll and the deferral timer ready for irqpoll mode.
+ */
+int ssdq_irq_request(struct ssdq_queue *q)
 {
+	struct ssdq_dev *dev = q->dev;
+	int ret;
+
 	spin_lock_init(&q->irq_lock);
-	spin_lock_init(&q->cq_poll_lock);
-	if (q->qid && !q->polled) {
-		irq_poll_init(&q->iop, READ_ONCE(q->dev->irq_budget),
+	if (q->qid) {
+		irq_poll_init(&q->iop, READ_ONCE(dev->irq_budget),
 			      ssdq_irqpoll);
 		hrtimer_init(&q->defer_timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL);
 		q->defer_timer.function = ssdq_defer_timer;
 	}
+	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
+			      "ssdq%dq%u", dev->instance, q->qid);
+	q->irq_requested = !ret;
+	/* pci_irq_vector() may sleep: look it up once, here. */
+	if (!ret)
+		q->irqnr = pci_irq_vector(dev->pdev, q->vector);
+	return ret;
 }
 
 /*
  * Stop irq_poll and the deferred re-arm timer of an interrupt-driven I/O
- * queue: neither runs again until ssdq_queue_resume_reapers(). Also what
- * teardown calls before it frees the vector.
+ * queue: neither runs again until ssdq_irq_unquiesce().
  */
-void ssdq_queue_stop_irqpoll(struct ssdq_queue *q)
+static void ssdq_irqpoll_stop(struct ssdq_queue *q)
 {
 	irq_poll_disable(&q->iop);
 	/* A round that just deferred has its timer started by now. */
@@ -170,20 +194,30 @@ void ssdq_queue_stop_irqpoll(struct ssdq_queue *q)
 	q->deferring = false;
 }
 
+/* Give the vector back; a deferred re-arm may still be polling: stop it. */
+void ssdq_irq_free(struct ssdq_queue *q)
+{
+	if (!q->irq_requested)
+		return;
+	if (q->qid)
+		ssdq_irqpoll_stop(q);
+	pci_free_irq(q->dev->pdev, q->vector, q);
+	q->irq_requested = false;
+}
+
 /*
  * Stop everything that reaps an interrupt-driven queue, so the caller can
  * reap it (or reset it) alone: the irq_poll softirq, then the interrupt
  * handler. A queue parked in irqpoll mode had its vector masked by the
  * handler; that mask is taken over here so enables and disables balance.
- * (Polled queues have no such reapers; their lock serves instead.)
  */
-void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
+void ssdq_irq_quiesce(struct ssdq_queue *q)
 {
 	if (q->qid)
-		ssdq_queue_stop_irqpoll(q);
+		ssdq_irqpoll_stop(q);
 	disable_irq(q->irqnr);
-	if (q->polling) {
-		q->polling = false;
+	if (q->in_irqpoll) {
+		q->in_irqpoll = false;
 		enable_irq(q->irqnr);
 	}
 }
@@ -195,157 +229,58 @@ void ssdq_queue_quiesce_reapers(struct ssdq_queue *q)
  * irq_poll_sched() would find the SCHED bit still held by the disabler, do
  * nothing, and leave the queue masked with nobody reaping it.
  */
-void ssdq_queue_resume_reapers(struct ssdq_queue *q)
+void ssdq_irq_unquiesce(struct ssdq_queue *q)
 {
 	if (q->qid)
 		irq_poll_enable(&q->iop);
 	enable_irq(q->irqnr);
 }
 
-/* ->poll for the HCTX_TYPE_POLL queues: no interrupt ever comes. */
-int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
+/*
+ * Reap from process context, alone: no handler, softirq or poller
+ * meanwhile. What a timeout and an admin command that waited too long use
+ * to tell a lost interrupt from a lost command.
+ */
+int ssdq_queue_reap_alone(struct ssdq_queue *q)
 {
-	struct ssdq_queue *q = hctx->driver_data;
 	int found;
 
-	if (!ssdq_cq_pending(q))
-		return 0;
-	spin_lock(&q->cq_poll_lock);
-	found = ssdq_cq_reap(q, INT_MAX, iob);
-	q->irq.polled += found;
-	spin_unlock(&q->cq_poll_lock);
+	if (q->poll_queue)
+		return ssdq_poll_reap_alone(q);
+	ssdq_irq_quiesce(q);
+	found = ssdq_queue_reap(q, INT_MAX, NULL);
+	ssdq_irq_unquiesce(q);
 	return found;
 }
 
-static struct ssdq_dev *ssdq_irq_dev(struct device *d)
+/* A new budget reaches irq_poll, which reads its weight afresh each round. */
+static int ssdq_irq_set_budget(struct ssdq_dev *dev, unsigned int val)
 {
-	return dev_to_disk(d)->private_data;
-}
-
-static ssize_t mode_show(struct device *d, struct device_attribute *attr,
-			 char *buf)
-{
-	return ssdq_sysfs_emit_choice(buf, ssdq_irq_mode_names,
-				      ARRAY_SIZE(ssdq_irq_mode_names),
-				      READ_ONCE(ssdq_irq_dev(d)->irq_mode));
-}
-
-static ssize_t mode_store(struct device *d, struct device_attribute *attr,
-			  const char *buf, size_t count)
-{
-	int mode = sysfs_match_string(ssdq_irq_mode_names, buf);
-
-	if (mode < 0) {
-		dev_err(d, "irq/mode takes direct or irqpoll\n");
-		return -EINVAL;
-	}
-	WRITE_ONCE(ssdq_irq_dev(d)->irq_mode, mode);
-	return count;
-}
-static DEVICE_ATTR_RW(mode);
-
-static ssize_t budget_show(struct device *d, struct device_attribute *attr,
-			   char *buf)
-{
-	return sysfs_emit(buf, "%u\n", READ_ONCE(ssdq_irq_dev(d)->irq_budget));
-}
-
-static ssize_t budget_store(struct device *d, struct device_attribute *attr,
-			    const char *buf, size_t count)
-{
-	struct ssdq_dev *dev = ssdq_irq_dev(d);
-	unsigned int val, qid;
-
-	if (kstrtouint(buf, 0, &val) || !val || val > SSDQ_IRQ_MAX_BUDGET) {
-		dev_err(d, "irq/budget takes 1-%u\n", SSDQ_IRQ_MAX_BUDGET);
-		return -EINVAL;
-	}
-	WRITE_ONCE(dev->irq_budget, val);
-	/* irq_poll reads the weight afresh each round. */
-	for (qid = 1; qid <= dev->nr_io_queues; qid++)
-		if (!dev->queues[qid].polled)
-			WRITE_ONCE(dev->queues[qid].iop.weight, val);
-	return count;
-}
-static DEVICE_ATTR_RW(budget);
-
-static ssize_t defer_us_show(struct device *d, struct device_attribute *attr,
-			     char *buf)
-{
-	return sysfs_emit(buf, "%u\n",
-			  READ_ONCE(ssdq_irq_dev(d)->irq_defer_us));
-}
-
-static ssize_t defer_us_store(struct device *d, struct device_attribute *attr,
-			      const char *buf, size_t count)
-{
-	unsigned int val;
-
-	if (kstrtouint(buf, 0, &val) || val > SSDQ_IRQ_MAX_DEFER_US) {
-		dev_err(d, "irq/defer_us takes 0-%u\n", SSDQ_IRQ_MAX_DEFER_US);
-		return -EINVAL;
-	}
-	WRITE_ONCE(ssdq_irq_dev(d)->irq_defer_us, val);
-	return count;
-}
-static DEVICE_ATTR_RW(defer_us);
-
-static ssize_t defer_rounds_show(struct device *d,
-				 struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n",
-			  READ_ONCE(ssdq_irq_dev(d)->irq_defer_rounds));
-}
-
-static ssize_t defer_rounds_store(struct device *d,
-				  struct device_attribute *attr,
-				  const char *buf, size_t count)
-{
-	unsigned int val;
-
-	if (kstrtouint(buf, 0, &val) || !val ||
-	    val > SSDQ_IRQ_MAX_DEFER_ROUNDS) {
-		dev_err(d, "irq/defer_rounds takes 1-%u\n",
-			SSDQ_IRQ_MAX_DEFER_ROUNDS);
-		return -EINVAL;
-	}
-	WRITE_ONCE(ssdq_irq_dev(d)->irq_defer_rounds, val);
-	return count;
-}
-static DEVICE_ATTR_RW(defer_rounds);
-
-static struct attribute *ssdq_irq_attrs[] = {
-	&dev_attr_mode.attr,
-	&dev_attr_budget.attr,
-	&dev_attr_defer_us.attr,
-	&dev_attr_defer_rounds.attr,
-	NULL,
-};
-
-const struct attribute_group ssdq_irq_attr_group = {
-	.name	= "irq",
-	.attrs	= ssdq_irq_attrs,
-};
-
-static int ssdq_irq_stats_show(struct seq_file *m, void *unused)
-{
-	struct ssdq_dev *dev = m->private;
 	unsigned int qid;
 
-	seq_puts(m, "qid interrupts completions rounds budget_exhausted polled deferred\n");
-	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
-		const struct ssdq_irq_stats *s = &dev->queues[qid].irq;
-
-		seq_printf(m, "%u %llu %llu %llu %llu %llu %llu\n", qid,
-			   s->interrupts, s->completions, s->rounds,
-			   s->budget_exhausted, s->polled, s->deferred);
-	}
+	WRITE_ONCE(dev->irq_budget, val);
+	for (qid = 1; qid <= ssdq_nr_irq_queues(dev); qid++)
+		WRITE_ONCE(dev->queues[qid].iop.weight, val);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(ssdq_irq_stats);
 
-void ssdq_irq_debugfs_init(struct ssdq_dev *dev)
-{
-	debugfs_create_file("irq", 0400, dev->debugfs, dev,
-			    &ssdq_irq_stats_fops);
-}
+static struct ssdq_attr ssdq_irq_mode =
+	SSDQ_ATTR_CHOICE(mode, "irq", irq_mode, ssdq_irq_mode_names);
+static struct ssdq_attr ssdq_irq_budget =
+	SSDQ_ATTR_UINT(budget, "irq", irq_budget, 1, SSDQ_IRQ_MAX_BUDGET,
+		       ssdq_irq_set_budget);
+static struct ssdq_attr ssdq_irq_defer_us =
+	SSDQ_ATTR_UINT(defer_us, "irq", irq_defer_us, 0,
+		       SSDQ_IRQ_MAX_DEFER_US, NULL);
+static struct ssdq_attr ssdq_irq_defer_rounds =
+	SSDQ_ATTR_UINT(defer_rounds, "irq", irq_defer_rounds, 1,
+		       SSDQ_IRQ_MAX_DEFER_ROUNDS, NULL);
+
+SSDQ_ATTR_GROUP(ssdq_irq_attr_group, "irq",
+		&ssdq_irq_mode.dattr.attr, &ssdq_irq_budget.dattr.attr,
+		&ssdq_irq_defer_us.dattr.attr,
+		&ssdq_irq_defer_rounds.dattr.attr);
+
+const struct ssdq_queue_stats ssdq_irq_stats =
+	SSDQ_QUEUE_STATS("irq", irq, struct ssdq_irq_stats,
+			 "qid interrupts completions rounds budget_exhausted polled deferred");

@@ -1,7 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ssdq queue rings: the submission and completion queues shared with the
- * controller, their doorbells and the reaping of completions.
+ * controller, and every doorbell write that tells it about them.
+ *
+ * This is the lowest layer of the data path. It knows NVMe commands and
+ * CQEs, never requests: a reaper (io.c's for I/O queues, ctrl.c's for the
+ * admin queue) hands it a function that handles each CQE (ssdq_cq_reap()
+ * in ssdq.h), and batching (plug.c) tells it when to ring.
+ *
+ * Shadow doorbells (NVMe Doorbell Buffer Config, OACS bit 8; the pages are
+ * ctrl.c's): tails and heads are also published in host memory, and the
+ * MMIO write is needed only when the controller's event index says it
+ * stopped looking. The plugging/shadow_doorbells switch decides whether
+ * the event index may spare it.
  */
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
@@ -18,27 +29,33 @@ static size_t ssdq_cq_bytes(u16 depth)
 	return depth * sizeof(struct nvme_completion);
 }
 
-/* Doorbells sit in BAR0 from 0x1000: SQ y tail, then CQ y head, each stride. */
-static void ssdq_queue_set_doorbells(struct ssdq_queue *q)
+/* SQ y's tail doorbell, then CQ y's head doorbell, each a stride apart. */
+static unsigned int ssdq_sq_db_index(struct ssdq_queue *q)
 {
-	struct ssdq_dev *dev = q->dev;
-
-	q->sq_db = &dev->dbs[q->qid * 2 * dev->db_stride];
-	q->cq_db = &dev->dbs[(q->qid * 2 + 1) * dev->db_stride];
+	return q->qid * 2 * q->dev->db_stride;
 }
 
-int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth)
+static unsigned int ssdq_cq_db_index(struct ssdq_queue *q)
+{
+	return (q->qid * 2 + 1) * q->dev->db_stride;
+}
+
+/*
+ * Allocate a queue pair's rings. @reap is the reaper of its kind: what the
+ * interrupt handler and the pollers call to consume its CQEs.
+ */
+int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth,
+		     ssdq_reap_fn reap)
 {
 	struct ssdq_queue *q = &dev->queues[qid];
 	struct device *dmadev = &dev->pdev->dev;
 
 	q->dev = dev;
+	q->reap = reap;
 	q->qid = qid;
 	q->depth = depth;
 	spin_lock_init(&q->sq_lock);
-	ssdq_irq_init_queue(q);
-	if (qid && !zalloc_cpumask_var(&q->steer_pending, GFP_KERNEL))
-		return -ENOMEM;
+	spin_lock_init(&q->cq_poll_lock);
 
 	q->cqes = dma_alloc_coherent(dmadev, ssdq_cq_bytes(depth), &q->cq_dma,
 				     GFP_KERNEL);
@@ -52,8 +69,10 @@ int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth)
 		q->cqes = NULL;
 		return -ENOMEM;
 	}
-	ssdq_queue_set_doorbells(q);
-	ssdq_dbbuf_init_queue(q);
+	/* Doorbells sit in BAR0 from 0x1000. */
+	q->sq_db = &dev->dbs[ssdq_sq_db_index(q)];
+	q->cq_db = &dev->dbs[ssdq_cq_db_index(q)];
+	ssdq_queue_set_dbbuf(q, dev->dbbuf_dbs, dev->dbbuf_eis);
 	ssdq_queue_reset_rings(q);
 	return 0;
 }
@@ -64,8 +83,6 @@ void ssdq_queue_free(struct ssdq_queue *q)
 
 	if (!q->dev)
 		return;
-	if (q->qid)
-		free_cpumask_var(q->steer_pending);
 	dmadev = &q->dev->pdev->dev;
 	if (q->sq_cmds)
 		dma_free_coherent(dmadev, ssdq_sq_bytes(q->depth), q->sq_cmds,
@@ -80,7 +97,7 @@ void ssdq_queue_free(struct ssdq_queue *q)
 /*
  * A freshly created queue starts empty with the phase bit expected at 1.
  * Interrupt-driven queues are reset with their reapers stopped; the lock
- * keeps a polled queue's poller out.
+ * keeps a poll queue's poller out.
  */
 void ssdq_queue_reset_rings(struct ssdq_queue *q)
 {
@@ -93,70 +110,92 @@ void ssdq_queue_reset_rings(struct ssdq_queue *q)
 	spin_unlock(&q->cq_poll_lock);
 }
 
+/*
+ * Point a queue at its slots of the shadow doorbell and event index pages,
+ * or (NULL) back at MMIO doorbells only.
+ */
+void ssdq_queue_set_dbbuf(struct ssdq_queue *q, __le32 *dbs, __le32 *eis)
+{
+	q->dbbuf_sq_db = dbs ? &dbs[ssdq_sq_db_index(q)] : NULL;
+	q->dbbuf_sq_ei = eis ? &eis[ssdq_sq_db_index(q)] : NULL;
+	q->dbbuf_cq_db = dbs ? &dbs[ssdq_cq_db_index(q)] : NULL;
+	q->dbbuf_cq_ei = eis ? &eis[ssdq_cq_db_index(q)] : NULL;
+}
+
+/* True when the controller's event index lies in (old, new]. */
+static bool ssdq_dbbuf_need_event(u16 event_idx, u16 new_idx, u16 old)
+{
+	return (u16)(new_idx - event_idx - 1) < (u16)(new_idx - old);
+}
+
+/* Publish a shadow doorbell; returns true if an MMIO write is also needed. */
+static bool ssdq_dbbuf_publish(__le32 *db, __le32 *ei, u16 value)
+{
+	u16 old = le32_to_cpu(READ_ONCE(*db));
+
+	/* The SQ entries (or the consumed CQEs) come before the new value. */
+	wmb();
+	WRITE_ONCE(*db, cpu_to_le32(value));
+	/*
+	 * The value must be visible before the event index is read: the
+	 * controller updates its event index before it re-reads the shadow,
+	 * so at least one side sees the other's write.
+	 */
+	mb();
+	return ssdq_dbbuf_need_event(le32_to_cpu(READ_ONCE(*ei)), value, old);
+}
+
+/*
+ * Tell the controller a new SQ tail or CQ head. While a shadow buffer is
+ * configured the controller reads it, so it is always kept current; the
+ * switch only decides whether its event index may spare the MMIO write.
+ * The admin queue always takes the MMIO write, as the spec asks.
+ */
+static void ssdq_ring(struct ssdq_queue *q, u32 __iomem *db, __le32 *shadow,
+		      __le32 *ei, u16 value, u64 *mmio)
+{
+	if (shadow && !ssdq_dbbuf_publish(shadow, ei, value) && q->qid &&
+	    READ_ONCE(q->dev->shadow_doorbells))
+		return;
+	writel(value, db);
+	(*mmio)++;
+}
+
 /* Caller holds q->sq_lock. */
 void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 {
 	memcpy(&q->sq_cmds[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;
+	q->plug.submitted++;
 }
 
-bool ssdq_cq_pending(struct ssdq_queue *q)
+/* Caller holds q->sq_lock. Publishes every command copied so far. */
+void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
 {
-	struct nvme_completion *cqe = &q->cqes[q->cq_head];
-
-	return (le16_to_cpu(READ_ONCE(cqe->status)) & 1) == q->cq_phase;
+	if (q->sq_tail == q->last_sq_tail)
+		return;
+	ssdq_ring(q, q->sq_db, q->dbbuf_sq_db, q->dbbuf_sq_ei, q->sq_tail,
+		  &q->plug.sq_db_mmio);
+	q->plug.sq_db_updates++;
+	q->last_sq_tail = q->sq_tail;
 }
 
-static void ssdq_cq_advance(struct ssdq_queue *q)
+/* One command; the doorbell waits, unless @ring, for more to come. */
+void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
+		     bool ring)
 {
-	if (++q->cq_head == q->depth) {
-		q->cq_head = 0;
-		q->cq_phase ^= 1;
-	}
+	spin_lock(&q->sq_lock);
+	ssdq_sq_copy_cmd(q, cmd);
+	if (ring)
+		ssdq_sq_ring_doorbell(q);
+	spin_unlock(&q->sq_lock);
 }
 
-/*
- * Consume every new CQE and tell the controller once, at the end, how far we
- * got. Callers make sure only one context reaps a queue at a time: its
- * interrupt handler, or a poller with that interrupt disabled.
- */
-int ssdq_cq_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
+/* Called by the queue's reaper once it has consumed CQEs. */
+void ssdq_cq_ring_doorbell(struct ssdq_queue *q)
 {
-	int found = 0;
-
-	while (found < budget && ssdq_cq_pending(q)) {
-		struct nvme_completion *cqe = &q->cqes[q->cq_head];
-
-		/* The phase bit was seen; read the rest of the entry after it. */
-		dma_rmb();
-		if (q->qid)
-			ssdq_io_complete(q, cqe, iob);
-		else
-			ssdq_admin_complete(q, cqe);
-		ssdq_cq_advance(q);
-		found++;
-	}
-	if (found)
-		ssdq_cq_ring_doorbell(q);
-	if (q->qid && !cpumask_empty(q->steer_pending))
-		ssdq_steer_flush(q);
-	return found;
-}
-
-/* Reap from process context, alone: no handler, softirq or poller meanwhile. */
-int ssdq_cq_reap_exclusive(struct ssdq_queue *q)
-{
-	int found;
-
-	if (q->polled) {
-		spin_lock(&q->cq_poll_lock);
-		found = ssdq_cq_reap(q, INT_MAX, NULL);
-		spin_unlock(&q->cq_poll_lock);
-		return found;
-	}
-	ssdq_queue_quiesce_reapers(q);
-	found = ssdq_cq_reap(q, INT_MAX, NULL);
-	ssdq_queue_resume_reapers(q);
-	return found;
+	ssdq_ring(q, q->cq_db, q->dbbuf_cq_db, q->dbbuf_cq_ei, q->cq_head,
+		  &q->plug.cq_db_mmio);
+	q->plug.cq_db_updates++;
 }

@@ -49,10 +49,30 @@ static void ssdq_set_irqs(struct ssdq_dev *dev, bool on)
 
 	for (qid = 0; qid <= ssdq_nr_irq_queues(dev); qid++) {
 		if (on)
-			ssdq_queue_resume_reapers(&dev->queues[qid]);
+			ssdq_irq_unquiesce(&dev->queues[qid]);
 		else
-			ssdq_queue_quiesce_reapers(&dev->queues[qid]);
+			ssdq_irq_quiesce(&dev->queues[qid]);
 	}
+}
+
+/*
+ * Take back a request the controller will never complete (it is disabled):
+ * ->complete requeues it (ssdq_retry_rq()), or fails it if the controller
+ * is dead.
+ *
+ * Only a request still in flight is ours to take. One marked complete
+ * belongs to its completer; and the tag iterator may hand us one that its
+ * completer has just ended (MQ_RQ_IDLE, kept alive only by the iterator's
+ * reference): completing that again would requeue a request about to be
+ * freed.
+ */
+static bool ssdq_cancel_rq(struct request *req, void *data)
+{
+	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
+		return true;
+	ssdq_iod(req)->nvme_status = NVME_SC_HOST_ABORTED_CMD;
+	blk_mq_complete_request(req);
+	return true;
 }
 
 /*
@@ -61,7 +81,7 @@ static void ssdq_set_irqs(struct ssdq_dev *dev, bool on)
  * Leaves the queues quiesced and the interrupts off. A controller shut down
  * (CC.SHN) or that would not disable is dead: its requests fail.
  */
-static void ssdq_stop(struct ssdq_dev *dev, bool shutdown)
+static void ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 {
 	unsigned int qid;
 
@@ -80,17 +100,22 @@ static void ssdq_stop(struct ssdq_dev *dev, bool shutdown)
 	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
 		struct ssdq_queue *q = &dev->queues[qid];
 
-		if (q->polled)
-			ssdq_cq_reap_exclusive(q);
+		if (q->poll_queue)
+			ssdq_poll_reap_alone(q);
 		else
-			ssdq_cq_reap(q, INT_MAX, NULL);
+			ssdq_queue_reap(q, INT_MAX, NULL);
 	}
-	ssdq_fault_flush(dev);
+	ssdq_fault_release_delayed(dev);
 	blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_cancel_rq, dev);
 	blk_mq_tagset_wait_completed_request(&dev->tag_set);
 }
 
-static void ssdq_resume(struct ssdq_dev *dev)
+/*
+ * After ssdq_take_back() on a controller that stays dead: let the queues
+ * run again, so that what is queued or requeued fails at once instead of
+ * waiting.
+ */
+static void ssdq_resume_io(struct ssdq_dev *dev)
 {
 	ssdq_set_irqs(dev, true);
 	blk_mq_unquiesce_tagset(&dev->tag_set);
@@ -105,9 +130,9 @@ static void ssdq_fail_locked(struct ssdq_dev *dev, const char *why)
 		return;
 	dev_err(&dev->pdev->dev, "disabling the controller for good: %s\n",
 		why);
-	ssdq_stop(dev, false);
+	ssdq_take_back(dev, false);
 	blk_mark_disk_dead(dev->disk);
-	ssdq_resume(dev);
+	ssdq_resume_io(dev);
 }
 
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
@@ -118,7 +143,7 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
 }
 
 /*
- * The second half of every reset, after ssdq_stop(): bring the controller
+ * The second half of every reset, after ssdq_take_back(): bring the controller
  * back with the same queues and run the requests it took back. A controller
  * that does not come back is failed.
  */
@@ -153,7 +178,7 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 		return -ENODEV;
 	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
 	atomic64_inc(&dev->recovery.resets);
-	ssdq_stop(dev, false);
+	ssdq_take_back(dev, false);
 	return ssdq_restart_locked(dev, start);
 }
 
@@ -173,7 +198,7 @@ void ssdq_pci_reset_prepare(struct ssdq_dev *dev)
 	dev_warn(&dev->pdev->dev, "resetting the controller: PCI reset\n");
 	atomic64_inc(&dev->recovery.resets);
 	atomic64_inc(&dev->recovery.pci_resets);
-	ssdq_stop(dev, false);
+	ssdq_take_back(dev, false);
 	dev->pci_reset_stopped = true;
 }
 
@@ -195,8 +220,8 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 {
 	mutex_lock(&dev->recovery_lock);
 	if (!ssdq_dead(dev)) {
-		ssdq_stop(dev, true);
-		ssdq_resume(dev);
+		ssdq_take_back(dev, true);
+		ssdq_resume_io(dev);
 	}
 	mutex_unlock(&dev->recovery_lock);
 }
@@ -264,7 +289,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	}
 
 	/* 1. Lost interrupt? */
-	ssdq_cq_reap_exclusive(q);
+	ssdq_queue_reap_alone(q);
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT) {
 		atomic64_inc(&dev->recovery.lost_interrupts);
 		ssdq_note_recovery(dev, issued);
@@ -309,36 +334,22 @@ void ssdq_recovery_init(struct ssdq_dev *dev)
 }
 
 /*
- * The writer waits for the reset, but does not run it: a fatal signal to it
- * would cut ssdq_wait_ready() short and leave the controller dead.
+ * recovery/reset: the writer waits for the reset, but does not run it: a
+ * fatal signal to it would cut ssdq_wait_ready() short and leave the
+ * controller dead.
  */
-static ssize_t reset_store(struct device *d, struct device_attribute *attr,
-			   const char *buf, size_t count)
+static int ssdq_recovery_reset(struct ssdq_dev *dev, unsigned int val)
 {
-	struct ssdq_dev *dev = dev_to_disk(d)->private_data;
-	bool on;
-	int ret;
-
-	if (kstrtobool(buf, &on) || !on) {
-		dev_err(d, "recovery/reset takes 1\n");
-		return -EINVAL;
-	}
 	queue_work(system_unbound_wq, &dev->reset_work);
 	flush_work(&dev->reset_work);
-	ret = READ_ONCE(dev->reset_result);
-	return ret ? ret : count;
+	return READ_ONCE(dev->reset_result);
 }
-static DEVICE_ATTR_WO(reset);
 
-static struct attribute *ssdq_recovery_attrs[] = {
-	&dev_attr_reset.attr,
-	NULL,
-};
+static struct ssdq_attr ssdq_recovery_reset_attr =
+	SSDQ_ATTR_ACTION(reset, "recovery", ssdq_recovery_reset);
 
-const struct attribute_group ssdq_recovery_attr_group = {
-	.name	= "recovery",
-	.attrs	= ssdq_recovery_attrs,
-};
+SSDQ_ATTR_GROUP(ssdq_recovery_attr_group, "recovery",
+		&ssdq_recovery_reset_attr.dattr.attr);
 
 static int ssdq_recovery_stats_show(struct seq_file *m, void *unused)
 {

@@ -15,6 +15,10 @@
  * A request already on its submitting CPU is completed in place in every
  * mode. Polled requests are completed by their poller.
  *
+ * The I/O path (io.c) asks ssdq_steer_away() for each completion whether
+ * it leaves this CPU; what stays is completed by the caller. The IPI ends
+ * its requests through blk-mq's ->complete, as blk-mq's own IPI does.
+ *
  * Switch:   /sys/block/ssdqN/steering/mode
  * Counters: /sys/kernel/debug/ssdq/ssdqN/steering
  */
@@ -28,6 +32,7 @@ static const char * const ssdq_steer_names[] = {
 	[SSDQ_STEER_OFF]	= "off",
 	[SSDQ_STEER_IPI]	= "ipi",
 	[SSDQ_STEER_BLK]	= "blk",
+	NULL
 };
 
 /* IPI handler: complete everything steered to this CPU so far. */
@@ -37,8 +42,11 @@ static void ssdq_steer_ipi(void *data)
 	struct llist_node *list = llist_del_all(&sc->list);
 	struct ssdq_iod *iod, *next;
 
-	llist_for_each_entry_safe(iod, next, list, steer_node)
-		ssdq_complete_rq(blk_mq_rq_from_pdu(iod));
+	llist_for_each_entry_safe(iod, next, list, steer_node) {
+		struct request *req = blk_mq_rq_from_pdu(iod);
+
+		req->q->mq_ops->complete(req);
+	}
 }
 
 int ssdq_steer_init(struct ssdq_dev *dev)
@@ -75,12 +83,24 @@ void ssdq_steer_free(struct ssdq_dev *dev)
 	dev->steer = NULL;
 }
 
+/* Each I/O queue's reaper notes which CPUs it owes an IPI. */
+int ssdq_steer_init_queue(struct ssdq_queue *q)
+{
+	return zalloc_cpumask_var(&q->steer_pending, GFP_KERNEL) ? 0 : -ENOMEM;
+}
+
+void ssdq_steer_free_queue(struct ssdq_queue *q)
+{
+	free_cpumask_var(q->steer_pending);
+}
+
 /*
- * Hand a completed request up, on the right CPU. Called by a queue's reaper
- * once per CQE, with the request already marked complete;
- * ssdq_steer_flush() ends the reap.
+ * Does a completed request leave this CPU? Asked by a queue's reaper once
+ * per CQE, with the request already marked complete. True if it was sent
+ * on (an IPI list, or blk-mq's own steering); false if the caller is to
+ * complete it here. ssdq_steer_send_ipis() ends the reap.
  */
-void ssdq_steer_complete(struct ssdq_queue *q, struct request *req)
+bool ssdq_steer_away(struct ssdq_queue *q, struct request *req)
 {
 	struct ssdq_dev *dev = q->dev;
 	int cpu = blk_mq_rq_cpu(req);
@@ -88,20 +108,19 @@ void ssdq_steer_complete(struct ssdq_queue *q, struct request *req)
 	switch (READ_ONCE(dev->steer_mode)) {
 	case SSDQ_STEER_BLK:
 		blk_mq_complete_request(req);
-		return;
+		return true;
 	case SSDQ_STEER_IPI:
 		if (cpu == raw_smp_processor_id() || !cpu_online(cpu))
-			break;
+			return false;
 		/* Marked complete by the reaper: a reset leaves it to the IPI. */
 		llist_add(&ssdq_iod(req)->steer_node,
 			  &per_cpu_ptr(dev->steer, cpu)->list);
 		cpumask_set_cpu(cpu, q->steer_pending);
 		this_cpu_inc(dev->steer->steered);
-		return;
+		return true;
 	default:
-		break;
+		return false;
 	}
-	ssdq_complete_rq(req);
 }
 
 /*
@@ -109,7 +128,7 @@ void ssdq_steer_complete(struct ssdq_queue *q, struct request *req)
  * IPI is still pending and will find the new ones on its list; a CPU that
  * went offline meanwhile has its list completed here instead.
  */
-void ssdq_steer_flush(struct ssdq_queue *q)
+void ssdq_steer_send_ipis(struct ssdq_queue *q)
 {
 	struct ssdq_dev *dev = q->dev;
 	int cpu, ret;
@@ -135,40 +154,11 @@ void ssdq_steer_account(struct ssdq_dev *dev, struct request *req)
 		this_cpu_inc(dev->steer->remote);
 }
 
-static ssize_t mode_show(struct device *d, struct device_attribute *attr,
-			 char *buf)
-{
-	struct ssdq_dev *dev = dev_to_disk(d)->private_data;
+static struct ssdq_attr ssdq_steer_mode =
+	SSDQ_ATTR_CHOICE(mode, "steering", steer_mode, ssdq_steer_names);
 
-	return ssdq_sysfs_emit_choice(buf, ssdq_steer_names,
-				      ARRAY_SIZE(ssdq_steer_names),
-				      READ_ONCE(dev->steer_mode));
-}
-
-static ssize_t mode_store(struct device *d, struct device_attribute *attr,
-			  const char *buf, size_t count)
-{
-	struct ssdq_dev *dev = dev_to_disk(d)->private_data;
-	int mode = sysfs_match_string(ssdq_steer_names, buf);
-
-	if (mode < 0) {
-		dev_err(d, "steering/mode takes off, ipi or blk\n");
-		return -EINVAL;
-	}
-	WRITE_ONCE(dev->steer_mode, mode);
-	return count;
-}
-static DEVICE_ATTR_RW(mode);
-
-static struct attribute *ssdq_steer_attrs[] = {
-	&dev_attr_mode.attr,
-	NULL,
-};
-
-const struct attribute_group ssdq_steer_attr_group = {
-	.name	= "steering",
-	.attrs	= ssdq_steer_attrs,
-};
+SSDQ_ATTR_GROUP(ssdq_steer_attr_group, "steering",
+		&ssdq_steer_mode.dattr.attr);
 
 static int ssdq_steer_stats_show(struct seq_file *m, void *unused)
 {

@@ -1,12 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ssdq blk-mq glue: the tag set with one hardware context per NVMe I/O queue,
- * turning requests into NVMe commands (data described by PRPs), completing
- * them, and the gendisk that users see as /dev/ssdqN.
+ * ssdq I/O path: one request from ->queue_rq to its end, in the order it
+ * happens.
+ *
+ *   submit    ssdq_setup_cmd() turns the request into an NVMe command
+ *             (read/write with PRPs, flush, discard, write zeroes);
+ *             ssdq_queue_rq() and ssdq_queue_rqs() copy commands into the
+ *             hardware queue's SQ, and plugging (plug.c) says when to ring
+ *             its doorbell (queue.c).
+ *   reap      an interrupt, irq_poll round or poller (irq.c, poll.c) runs
+ *             the queue's reaper, ssdq_io_reap(), which hands each CQE to
+ *             ssdq_handle_cqe(): find the request by command id, take its
+ *             status, mark it complete.
+ *   complete  steering (steer.c) may send it to its submitting CPU; there,
+ *             or here, ssdq_complete_rq() unmaps its data and ends it with
+ *             the NVMe status mapped to a blk_status_t, unless recovery
+ *             (recovery.c) runs it again. Polled requests end together,
+ *             in ssdq_complete_batch().
+ *
+ * Fault injection (fault.c) decides what the device "did" at the points
+ * where it could misbehave. The ops table that blk-mq calls is in disk.c.
  */
-#include <linux/blk-mq-pci.h>
-#include <linux/debugfs.h>
+#include <linux/blk-mq.h>
 #include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 
 #include <ssdq/ssdq.h>
 
@@ -16,6 +33,8 @@ static struct device *ssdq_dmadev(struct ssdq_dev *dev)
 {
 	return &dev->pdev->dev;
 }
+
+/* ---- submit: request to NVMe command */
 
 static u64 ssdq_sect_to_lba(struct ssdq_dev *dev, sector_t sector)
 {
@@ -244,7 +263,7 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 }
 
 /* Build the request's command and mark it started; nothing is sent yet. */
-blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
+static blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 {
 	blk_status_t sts;
 
@@ -262,8 +281,10 @@ blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 	return BLK_STS_OK;
 }
 
-static blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
-				  const struct blk_mq_queue_data *bd)
+/* ---- submit: into the SQ, and the doorbell */
+
+blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
+			   const struct blk_mq_queue_data *bd)
 {
 	struct ssdq_queue *q = hctx->driver_data;
 	blk_status_t sts;
@@ -271,9 +292,138 @@ static blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	sts = ssdq_prep_rq(q, bd->rq);
 	if (sts)
 		return sts;
-	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd, bd->last);
+	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd,
+			ssdq_plug_ring_now(q, bd->last));
 	return BLK_STS_OK;
 }
+
+/* blk-mq stopped before the request marked last: ring for what it sent. */
+void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx)
+{
+	struct ssdq_queue *q = hctx->driver_data;
+
+	spin_lock(&q->sq_lock);
+	ssdq_sq_ring_doorbell(q);
+	spin_unlock(&q->sq_lock);
+}
+
+/* Copy a run of prepared requests into one SQ under one lock hold. */
+static void ssdq_submit_batch(struct ssdq_queue *q, struct rq_list *batch)
+{
+	struct request *req;
+	unsigned int n = 0;
+
+	if (rq_list_empty(batch))
+		return;
+	spin_lock(&q->sq_lock);
+	while ((req = rq_list_pop(batch))) {
+		ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
+		n++;
+		if (ssdq_plug_ring_now(q, false))
+			ssdq_sq_ring_doorbell(q);
+	}
+	ssdq_sq_ring_doorbell(q);
+	ssdq_plug_account_batch(q, n);
+	spin_unlock(&q->sq_lock);
+}
+
+/*
+ * ->queue_rqs: a flushed plug list, whole. Consecutive requests for the same
+ * hardware queue form one batch. A request that cannot be prepared stays on
+ * the list, and blk-mq sends it through ->queue_rq, which reports its error.
+ */
+void ssdq_queue_rqs(struct rq_list *rqlist)
+{
+	struct rq_list batch = { }, leftover = { };
+	struct ssdq_queue *q = NULL;
+	struct request *req;
+
+	while ((req = rq_list_pop(rqlist))) {
+		struct ssdq_queue *hq = req->mq_hctx->driver_data;
+
+		if (q && q != hq)
+			ssdq_submit_batch(q, &batch);
+		q = hq;
+		if (ssdq_prep_rq(q, req) == BLK_STS_OK)
+			rq_list_add_tail(&batch, req);
+		else
+			rq_list_add_tail(&leftover, req);
+	}
+	if (q)
+		ssdq_submit_batch(q, &batch);
+	*rqlist = leftover;
+}
+
+/* ---- reap: CQE to request */
+
+static void ssdq_complete_batch(struct io_comp_batch *iob);
+
+/*
+ * Called by an I/O queue's reaper for each CQE. The command id comes from
+ * the device: one that names no request in flight is reported and dropped,
+ * never followed.
+ *
+ * The reaper owns what it reaps: it marks the request complete before
+ * handing it anywhere (an IPI list, the poller's io_comp_batch, blk-mq), so
+ * that a reset's cancel (recovery.c), which takes back only requests still
+ * in flight, can never complete it a second time.
+ */
+static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
+			    struct io_comp_batch *iob)
+{
+	struct ssdq_dev *dev = q->dev;
+	u16 cid = READ_ONCE(cqe->command_id);
+	bool faults = unlikely(READ_ONCE(dev->fault.armed));
+	struct ssdq_iod *iod;
+	struct request *req;
+
+	if (faults)
+		cid = ssdq_fault_cqe_cid(q, cid);
+	req = blk_mq_tag_to_rq(q->tags, cid & SSDQ_CID_TAG_MASK);
+	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT ||
+		     ssdq_cid(req) != cid)) {
+		atomic64_inc(&dev->recovery.bad_cqes);
+		dev_warn_ratelimited(ssdq_dmadev(dev),
+				     "queue %u: completion for id %#x, not in flight, ignored\n",
+				     q->qid, cid);
+		return;
+	}
+	iod = ssdq_iod(req);
+	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
+	/* The block layer's fail_io_timeout: pretend the CQE never came. */
+	if (blk_should_fake_timeout(req->q))
+		return;
+	if (faults) {
+		iod->nvme_status = ssdq_fault_cqe_status(dev, iod->nvme_status);
+		if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_COMPLETION) ||
+		    ssdq_fault_delay(dev, req))
+			return;
+	}
+	blk_mq_set_request_complete(req);
+	if (q->poll_queue) {
+		if (!blk_mq_add_to_batch(req, iob, iod->nvme_status,
+					 ssdq_complete_batch))
+			ssdq_complete_rq(req);
+		return;
+	}
+	if (!ssdq_steer_away(q, req))
+		ssdq_complete_rq(req);
+}
+
+/*
+ * The I/O queues' reaper (struct ssdq_queue's reap): every new CQE, then
+ * one IPI per CPU that steering sent completions to.
+ */
+int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
+{
+	int found = ssdq_cq_reap(q, budget, ssdq_handle_cqe, iob);
+
+	if (!cpumask_empty(q->steer_pending))
+		ssdq_steer_send_ipis(q);
+	return found;
+}
+
+/* ---- complete: status and the end of the request */
 
 static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
 				      u16 status)
@@ -309,9 +459,9 @@ static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
 }
 
 /*
- * The end of every request: blk-mq's ->complete, and what steer.c calls in
- * place or from its IPI. A request that failed may be run again
- * (recovery.c decides); the rest end here with their status.
+ * The end of every request: blk-mq's ->complete, called here, by steering's
+ * IPI, or by blk-mq. A request that failed may be run again (recovery.c
+ * decides); the rest end here with their status.
  */
 void ssdq_complete_rq(struct request *req)
 {
@@ -337,268 +487,4 @@ static void ssdq_complete_batch(struct io_comp_batch *iob)
 		ssdq_unmap_data(dev, req);
 	}
 	blk_mq_end_request_batch(iob);
-}
-
-/*
- * Called by an I/O queue's reaper for each CQE. The command id comes from
- * the device: one that names no request in flight is reported and dropped,
- * never followed.
- *
- * The reaper owns what it reaps: it marks the request complete before
- * handing it anywhere (an IPI list, the poller's io_comp_batch, blk-mq), so
- * that a reset's cancel (ssdq_cancel_rq), which takes back only requests
- * still in flight, can never complete it a second time.
- */
-void ssdq_io_complete(struct ssdq_queue *q, struct nvme_completion *cqe,
-		      struct io_comp_batch *iob)
-{
-	struct ssdq_dev *dev = q->dev;
-	u16 cid = READ_ONCE(cqe->command_id);
-	bool faults = unlikely(READ_ONCE(dev->fault.armed));
-	struct ssdq_iod *iod;
-	struct request *req;
-
-	if (faults)
-		cid = ssdq_fault_cqe_cid(q, cid);
-	req = blk_mq_tag_to_rq(q->tags, cid & SSDQ_CID_TAG_MASK);
-	if (unlikely(!req || blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT ||
-		     ssdq_cid(req) != cid)) {
-		atomic64_inc(&dev->recovery.bad_cqes);
-		dev_warn_ratelimited(ssdq_dmadev(dev),
-				     "queue %u: completion for id %#x, not in flight, ignored\n",
-				     q->qid, cid);
-		return;
-	}
-	iod = ssdq_iod(req);
-	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
-	/* The block layer's fail_io_timeout: pretend the CQE never came. */
-	if (blk_should_fake_timeout(req->q))
-		return;
-	if (faults) {
-		iod->nvme_status = ssdq_fault_cqe_status(dev, iod->nvme_status);
-		if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_COMPLETION) ||
-		    ssdq_fault_delay(dev, req))
-			return;
-	}
-	blk_mq_set_request_complete(req);
-	if (q->polled) {
-		if (!blk_mq_add_to_batch(req, iob, iod->nvme_status,
-					 ssdq_complete_batch))
-			ssdq_complete_rq(req);
-		return;
-	}
-	ssdq_steer_complete(q, req);
-}
-
-/*
- * Take back a request the controller will never complete (it is disabled):
- * ->complete requeues it, or fails it if the controller is dead.
- *
- * Only a request still in flight is ours to take. One marked complete
- * belongs to its completer; and the tag iterator may hand us one that its
- * completer has just ended (MQ_RQ_IDLE, kept alive only by the iterator's
- * reference): completing that again would requeue a request about to be
- * freed.
- */
-bool ssdq_cancel_rq(struct request *req, void *data)
-{
-	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
-		return true;
-	ssdq_iod(req)->nvme_status = NVME_SC_HOST_ABORTED_CMD;
-	blk_mq_complete_request(req);
-	return true;
-}
-
-static int ssdq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
-			  unsigned int hctx_idx)
-{
-	struct ssdq_dev *dev = data;
-	struct ssdq_queue *q = &dev->queues[hctx_idx + 1];
-
-	q->tags = hctx->tags;
-	hctx->driver_data = q;
-	return 0;
-}
-
-/*
- * Each CPU submits to the queue whose interrupt vector is affine to it.
- * Polled queues follow, spread over the CPUs without regard to interrupts.
- */
-static void ssdq_map_queues(struct blk_mq_tag_set *set)
-{
-	struct ssdq_dev *dev = set->driver_data;
-	struct blk_mq_queue_map *map = &set->map[HCTX_TYPE_DEFAULT];
-
-	map->nr_queues = ssdq_nr_irq_queues(dev);
-	map->queue_offset = 0;
-	blk_mq_pci_map_queues(map, dev->pdev, 1);
-	if (set->nr_maps <= HCTX_TYPE_POLL)
-		return;
-	/* No separate read queues: reads share the default map. */
-	set->map[HCTX_TYPE_READ].nr_queues = 0;
-	map = &set->map[HCTX_TYPE_POLL];
-	map->nr_queues = dev->nr_poll_queues;
-	map->queue_offset = ssdq_nr_irq_queues(dev);
-	blk_mq_map_queues(map);
-}
-
-static const struct blk_mq_ops ssdq_mq_ops = {
-	.queue_rq	= ssdq_queue_rq,
-	.queue_rqs	= ssdq_queue_rqs,
-	.commit_rqs	= ssdq_commit_rqs,
-	.complete	= ssdq_complete_rq,
-	.timeout	= ssdq_timeout,
-	.poll		= ssdq_poll,
-	.init_hctx	= ssdq_init_hctx,
-	.map_queues	= ssdq_map_queues,
-};
-
-static const struct block_device_operations ssdq_fops = {
-	.owner		= THIS_MODULE,
-};
-
-/* Each technique's switches, as /sys/block/ssdqN/<technique>/. */
-static const struct attribute_group *ssdq_disk_groups[] = {
-	&ssdq_plug_attr_group,
-	&ssdq_recovery_attr_group,
-	&ssdq_steer_attr_group,
-	&ssdq_irq_attr_group,
-	NULL,
-};
-
-/* Each technique's counters, in /sys/kernel/debug/ssdq/ssdqN/. */
-static void ssdq_debugfs_init(struct ssdq_dev *dev)
-{
-	dev->debugfs = debugfs_create_dir(dev->disk->disk_name,
-					  ssdq_debugfs_root);
-	ssdq_plug_debugfs_init(dev);
-	ssdq_recovery_debugfs_init(dev);
-	ssdq_fault_debugfs_init(dev);
-	ssdq_steer_debugfs_init(dev);
-	ssdq_irq_debugfs_init(dev);
-}
-
-static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
-{
-	u32 block = 1U << dev->lba_shift;
-
-	lim->logical_block_size = block;
-	lim->physical_block_size = block;
-	lim->io_min = block;
-	lim->max_hw_sectors = dev->max_transfer >> SECTOR_SHIFT;
-	lim->max_segments = SSDQ_MAX_SEGMENTS;
-	/* PRPs can only describe whole pages between the first and last. */
-	lim->virt_boundary_mask = SSDQ_CTRL_PAGE_SIZE - 1;
-	lim->dma_alignment = 3;		/* PRP entries are dword aligned */
-
-	if (dev->oncs & NVME_CTRL_ONCS_DSM) {
-		/* One range per command, at most DMRSL blocks long. */
-		lim->max_hw_discard_sectors = UINT_MAX;
-		if (dev->dmrsl &&
-		    dev->dmrsl <= UINT_MAX >> (dev->lba_shift - SECTOR_SHIFT))
-			lim->max_hw_discard_sectors =
-				dev->dmrsl << (dev->lba_shift - SECTOR_SHIFT);
-		lim->max_discard_segments = 1;
-		lim->discard_granularity = block;
-	}
-	/* The NLB field of Write Zeroes is 16 bits. */
-	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES)
-		lim->max_write_zeroes_sectors =
-			(U16_MAX + 1) << (dev->lba_shift - SECTOR_SHIFT);
-
-	if (dev->vwc & NVME_CTRL_VWC_PRESENT)
-		lim->features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
-	/* An SSD needs no seek-avoiding elevator and gives no entropy. */
-	if (ssdq_params.rotational)
-		lim->features |= BLK_FEAT_ROTATIONAL;
-	if (ssdq_params.add_random)
-		lim->features |= BLK_FEAT_ADD_RANDOM;
-}
-
-static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
-{
-	struct blk_mq_tag_set *set = &dev->tag_set;
-
-	set->ops = &ssdq_mq_ops;
-	set->nr_hw_queues = dev->nr_io_queues;
-	/* A poll map (and so BLK_FEAT_POLL) only when there are poll queues. */
-	set->nr_maps = dev->nr_poll_queues ? HCTX_MAX_TYPES : 1;
-	/* One SQ slot stays empty: a full ring would look empty. */
-	set->queue_depth = dev->io_depth - 1;
-	set->numa_node = dev_to_node(ssdq_dmadev(dev));
-	set->cmd_size = sizeof(struct ssdq_iod);
-	set->flags = BLK_MQ_F_SHOULD_MERGE;
-	set->timeout = ssdq_params.io_timeout * HZ;
-	set->driver_data = dev;
-	return blk_mq_alloc_tag_set(set);
-}
-
-/* Register /dev/ssdqN on top of the controller's I/O queues. */
-int ssdq_blk_init(struct ssdq_dev *dev)
-{
-	struct queue_limits lim = { };
-	struct gendisk *disk;
-	int ret;
-
-	dev->prp_pool = dma_pool_create("ssdq prp list", ssdq_dmadev(dev),
-					SSDQ_CTRL_PAGE_SIZE,
-					SSDQ_CTRL_PAGE_SIZE, 0);
-	if (!dev->prp_pool)
-		return -ENOMEM;
-	ret = ssdq_steer_init(dev);
-	if (ret)
-		goto destroy_pool;
-	ret = ssdq_alloc_tag_set(dev);
-	if (ret)
-		goto free_steer;
-
-	ssdq_set_limits(dev, &lim);
-	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
-	if (IS_ERR(disk)) {
-		ret = PTR_ERR(disk);
-		goto free_tag_set;
-	}
-	disk->fops = &ssdq_fops;
-	disk->private_data = dev;
-	snprintf(disk->disk_name, DISK_NAME_LEN, "ssdq%d", dev->instance);
-	set_capacity(disk, dev->capacity);
-
-	dev->batch_doorbells = true;
-	/* Set before adding: the partition scan's I/O may already time out. */
-	dev->disk = disk;
-	ret = device_add_disk(ssdq_dmadev(dev), disk, ssdq_disk_groups);
-	if (ret)
-		goto put_disk;
-	ssdq_debugfs_init(dev);
-	return 0;
-
-put_disk:
-	dev->disk = NULL;
-	put_disk(disk);
-free_tag_set:
-	blk_mq_free_tag_set(&dev->tag_set);
-free_steer:
-	ssdq_steer_free(dev);
-destroy_pool:
-	dma_pool_destroy(dev->prp_pool);
-	return ret;
-}
-
-/*
- * Unregister the disk. del_gendisk() writes back dirty pages and waits for
- * every request in flight, so the queues are idle when it returns.
- */
-void ssdq_blk_del(struct ssdq_dev *dev)
-{
-	debugfs_remove_recursive(dev->debugfs);
-	del_gendisk(dev->disk);
-}
-
-/* Free the tag set and the rest, once the controller can post no CQE. */
-void ssdq_blk_free(struct ssdq_dev *dev)
-{
-	put_disk(dev->disk);
-	blk_mq_free_tag_set(&dev->tag_set);
-	ssdq_steer_free(dev);
-	dma_pool_destroy(dev->prp_pool);
 }

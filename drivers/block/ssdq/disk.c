@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdq blk-mq glue: the ops blk-mq calls (the I/O path is io.c's), the tag
+ * set with one hardware context per NVMe I/O queue and the map from CPUs to
+ * them, the queue limits, and the gendisk users see as /dev/ssdqN with each
+ * technique's switches (sysfs) and counters (debugfs).
+ */
+#include <linux/blk-mq-pci.h>
+#include <linux/debugfs.h>
+#include <linux/dmapool.h>
+
+#include <ssdq/ssdq.h>
+
+struct dentry *ssdq_debugfs_root;
+
+static int ssdq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			  unsigned int hctx_idx)
+{
+	struct ssdq_dev *dev = data;
+	struct ssdq_queue *q = &dev->queues[hctx_idx + 1];
+
+	q->tags = hctx->tags;
+	hctx->driver_data = q;
+	return 0;
+}
+
+/*
+ * Each CPU submits to the queue whose interrupt vector is affine to it.
+ * Poll queues, if any, have their own map (poll.c).
+ */
+static void ssdq_map_queues(struct blk_mq_tag_set *set)
+{
+	struct ssdq_dev *dev = set->driver_data;
+	struct blk_mq_queue_map *map = &set->map[HCTX_TYPE_DEFAULT];
+
+	map->nr_queues = ssdq_nr_irq_queues(dev);
+	map->queue_offset = 0;
+	blk_mq_pci_map_queues(map, dev->pdev, 1);
+	ssdq_poll_map_queues(set);
+}
+
+/* From submission (io.c) to completion (io.c), timeout and polling. */
+static const struct blk_mq_ops ssdq_mq_ops = {
+	.queue_rq	= ssdq_queue_rq,
+	.queue_rqs	= ssdq_queue_rqs,
+	.commit_rqs	= ssdq_commit_rqs,
+	.complete	= ssdq_complete_rq,
+	.timeout	= ssdq_timeout,
+	.poll		= ssdq_poll,
+	.init_hctx	= ssdq_init_hctx,
+	.map_queues	= ssdq_map_queues,
+};
+
+static const struct block_device_operations ssdq_fops = {
+	.owner		= THIS_MODULE,
+};
+
+/* Each technique's switches, as /sys/block/ssdqN/<technique>/. */
+static const struct attribute_group *ssdq_disk_groups[] = {
+	&ssdq_plug_attr_group,
+	&ssdq_recovery_attr_group,
+	&ssdq_steer_attr_group,
+	&ssdq_irq_attr_group,
+	NULL,
+};
+
+/* Each technique's counters, in /sys/kernel/debug/ssdq/ssdqN/. */
+static void ssdq_debugfs_init(struct ssdq_dev *dev)
+{
+	dev->debugfs = debugfs_create_dir(dev->disk->disk_name,
+					  ssdq_debugfs_root);
+	ssdq_debugfs_queue_stats(dev, &ssdq_plug_stats);
+	ssdq_recovery_debugfs_init(dev);
+	ssdq_fault_debugfs_init(dev);
+	ssdq_steer_debugfs_init(dev);
+	ssdq_debugfs_queue_stats(dev, &ssdq_irq_stats);
+}
+
+static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
+{
+	u32 block = 1U << dev->lba_shift;
+
+	lim->logical_block_size = block;
+	lim->physical_block_size = block;
+	lim->io_min = block;
+	lim->max_hw_sectors = dev->max_transfer >> SECTOR_SHIFT;
+	lim->max_segments = SSDQ_MAX_SEGMENTS;
+	/* PRPs can only describe whole pages between the first and last. */
+	lim->virt_boundary_mask = SSDQ_CTRL_PAGE_SIZE - 1;
+	lim->dma_alignment = 3;		/* PRP entries are dword aligned */
+
+	if (dev->oncs & NVME_CTRL_ONCS_DSM) {
+		/* One range per command, at most DMRSL blocks long. */
+		lim->max_hw_discard_sectors = UINT_MAX;
+		if (dev->dmrsl &&
+		    dev->dmrsl <= UINT_MAX >> (dev->lba_shift - SECTOR_SHIFT))
+			lim->max_hw_discard_sectors =
+				dev->dmrsl << (dev->lba_shift - SECTOR_SHIFT);
+		lim->max_discard_segments = 1;
+		lim->discard_granularity = block;
+	}
+	/* The NLB field of Write Zeroes is 16 bits. */
+	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES)
+		lim->max_write_zeroes_sectors =
+			(U16_MAX + 1) << (dev->lba_shift - SECTOR_SHIFT);
+
+	if (dev->vwc & NVME_CTRL_VWC_PRESENT)
+		lim->features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+	/* An SSD needs no seek-avoiding elevator and gives no entropy. */
+	if (ssdq_params.rotational)
+		lim->features |= BLK_FEAT_ROTATIONAL;
+	if (ssdq_params.add_random)
+		lim->features |= BLK_FEAT_ADD_RANDOM;
+}
+
+static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
+{
+	struct blk_mq_tag_set *set = &dev->tag_set;
+
+	set->ops = &ssdq_mq_ops;
+	set->nr_hw_queues = dev->nr_io_queues;
+	/* A poll map (and so BLK_FEAT_POLL) only when there are poll queues. */
+	set->nr_maps = dev->nr_poll_queues ? HCTX_MAX_TYPES : 1;
+	/* One SQ slot stays empty: a full ring would look empty. */
+	set->queue_depth = dev->io_depth - 1;
+	set->numa_node = dev_to_node(&dev->pdev->dev);
+	set->cmd_size = sizeof(struct ssdq_iod);
+	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->timeout = ssdq_params.io_timeout * HZ;
+	set->driver_data = dev;
+	return blk_mq_alloc_tag_set(set);
+}
+
+/* Register /dev/ssdqN on top of the controller's I/O queues. */
+int ssdq_disk_add(struct ssdq_dev *dev)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	struct queue_limits lim = { };
+	struct gendisk *disk;
+	int ret;
+
+	dev->prp_pool = dma_pool_create("ssdq prp list", dmadev,
+					SSDQ_CTRL_PAGE_SIZE,
+					SSDQ_CTRL_PAGE_SIZE, 0);
+	if (!dev->prp_pool)
+		return -ENOMEM;
+	ret = ssdq_alloc_tag_set(dev);
+	if (ret)
+		goto destroy_pool;
+
+	ssdq_set_limits(dev, &lim);
+	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
+	if (IS_ERR(disk)) {
+		ret = PTR_ERR(disk);
+		goto free_tag_set;
+	}
+	disk->fops = &ssdq_fops;
+	disk->private_data = dev;
+	snprintf(disk->disk_name, DISK_NAME_LEN, "ssdq%d", dev->instance);
+	set_capacity(disk, dev->capacity);
+
+	/* Set before adding: the partition scan's I/O may already time out. */
+	dev->disk = disk;
+	ret = device_add_disk(dmadev, disk, ssdq_disk_groups);
+	if (ret)
+		goto put_disk;
+	ssdq_debugfs_init(dev);
+	return 0;
+
+put_disk:
+	dev->disk = NULL;
+	put_disk(disk);
+free_tag_set:
+	blk_mq_free_tag_set(&dev->tag_set);
+destroy_pool:
+	dma_pool_destroy(dev->prp_pool);
+	return ret;
+}
+
+/*
+ * Unregister the disk. del_gendisk() writes back dirty pages and waits for
+ * every request in flight, so the queues are idle when it returns.
+ */
+void ssdq_disk_del(struct ssdq_dev *dev)
+{
+	debugfs_remove_recursive(dev->debugfs);
+	del_gendisk(dev->disk);
+}
+
+/* Free the tag set and the rest, once the controller can post no CQE. */
+void ssdq_disk_free(struct ssdq_dev *dev)
+{
+	put_disk(dev->disk);
+	blk_mq_free_tag_set(&dev->tag_set);
+	dma_pool_destroy(dev->prp_pool);
+}

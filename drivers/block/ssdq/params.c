@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdq module parameters: load-time settings, checked once before the PCI
+ * driver registers.
+ *
+ * The ranges are checked here rather than by module_param_cb() setters
+ * (param_set_uint_minmax(), as nvme-pci does): the kernel follows a
+ * refused setter with its own "invalid for parameter" line, which does not
+ * say what is allowed. This way a bad value gives one line that does.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+
+#include <ssdq/ssdq.h>
+
+struct ssdq_params ssdq_params = {
+	.io_queues	= 0,
+	.poll_queues	= 0,
+	.io_queue_depth	= SSDQ_MAX_QUEUE_DEPTH,
+	.io_timeout	= 30,
+	.admin_timeout	= 60,
+	.rotational	= 0,
+	.add_random	= 0,
+};
+
+module_param_named(io_queues, ssdq_params.io_queues, uint, 0444);
+MODULE_PARM_DESC(io_queues,
+		 "I/O queue pairs per controller, 0 = one per CPU (0-128)");
+module_param_named(poll_queues, ssdq_params.poll_queues, uint, 0444);
+MODULE_PARM_DESC(poll_queues,
+		 "interrupt-less polled queue pairs per controller (0-128)");
+module_param_named(io_queue_depth, ssdq_params.io_queue_depth, uint, 0444);
+MODULE_PARM_DESC(io_queue_depth, "entries per I/O queue (2-1024)");
+module_param_named(io_timeout, ssdq_params.io_timeout, uint, 0444);
+MODULE_PARM_DESC(io_timeout, "default I/O timeout in seconds (1-3600)");
+module_param_named(admin_timeout, ssdq_params.admin_timeout, uint, 0444);
+MODULE_PARM_DESC(admin_timeout, "admin command timeout in seconds (1-3600)");
+module_param_named(rotational, ssdq_params.rotational, uint, 0444);
+MODULE_PARM_DESC(rotational, "initial queue/rotational (0-1, default 0)");
+module_param_named(add_random, ssdq_params.add_random, uint, 0444);
+MODULE_PARM_DESC(add_random, "initial queue/add_random (0-1, default 0)");
+
+struct ssdq_param_range {
+	const char *name;
+	const unsigned int *val;
+	unsigned int min;
+	unsigned int max;
+};
+
+static const struct ssdq_param_range ssdq_param_ranges[] = {
+	{ "io_queues", &ssdq_params.io_queues, 0, SSDQ_MAX_IO_QUEUES },
+	{ "poll_queues", &ssdq_params.poll_queues, 0, SSDQ_MAX_POLL_QUEUES },
+	{ "io_queue_depth", &ssdq_params.io_queue_depth,
+	  SSDQ_MIN_QUEUE_DEPTH, SSDQ_MAX_QUEUE_DEPTH },
+	{ "io_timeout", &ssdq_params.io_timeout, 1, 3600 },
+	{ "admin_timeout", &ssdq_params.admin_timeout, 1, 3600 },
+	{ "rotational", &ssdq_params.rotational, 0, 1 },
+	{ "add_random", &ssdq_params.add_random, 0, 1 },
+};
+
+/* One line per bad value, naming the parameter and what it allows. */
+int __init ssdq_params_check(void)
+{
+	const struct ssdq_param_range *p;
+
+	for (p = ssdq_param_ranges;
+	     p < ssdq_param_ranges + ARRAY_SIZE(ssdq_param_ranges); p++) {
+		if (*p->val < p->min || *p->val > p->max) {
+			pr_err("%s=%u out of range (allowed %u-%u)\n", p->name,
+			       *p->val, p->min, p->max);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
