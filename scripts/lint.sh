@@ -1,6 +1,8 @@
 #!/bin/bash
 # make lint: checkpatch --strict, sparse (C=2) and a W=1 build over the
-# driver sources. Everything must be clean: any warning fails.
+# driver sources, the layering of its files (scripts/layers.sh) and the
+# documentation's references to them (scripts/docrefs.sh).
+# Everything must be clean: any warning fails.
 #
 #   scripts/lint.sh [SRCDIR]     (default: the repo)
 #
@@ -88,7 +90,20 @@ if ((${#files[@]})); then
 	((nm == 0)) || problems+=("modpost: $(head -n1 <<<"$modpost")")
 	# Leave a normal build behind.
 	make -C "$kdir" M="$src" modules >/dev/null 2>&1 || true
+	# ---- layering: no file calls into one above it (scripts/layers.sh).
+	if ((b_rc == 0)); then
+		l_rc=0
+		l_out=$("$SSDQ_REPO/scripts/layers.sh" "$src" 2>&1) || l_rc=$?
+		{ echo "=== layers"; echo "$l_out"; } >>"$log"
+		((l_rc == 0)) || problems+=("$(head -n1 <<<"$l_out")")
+	fi
 fi
+
+# ---- the documentation names only functions and files that exist.
+d_rc=0
+d_out=$("$SSDQ_REPO/scripts/docrefs.sh" "$src" 2>&1) || d_rc=$?
+{ echo "=== docrefs"; echo "$d_out"; } >>"$log"
+((d_rc == 0)) || problems+=("$(head -n1 <<<"$d_out")")
 
 if ((${#problems[@]})); then
 	printf 'lint: %s\n' "${problems[@]}" >&2
@@ -97,4 +112,4 @@ if ((${#problems[@]})); then
 	echo "${problems[0]}"
 	exit 1
 fi
-echo "lint: clean (checkpatch --strict, sparse C=2, W=1)" >&2
+echo "lint: clean (checkpatch --strict, sparse C=2, W=1, layers, docrefs)" >&2
