@@ -346,6 +346,7 @@ enum ssdq_attr_kind {
 	SSDQ_ATTR_BOOL,			/* 0 or 1 */
 	SSDQ_ATTR_UINT,			/* min-max */
 	SSDQ_ATTR_CHOICE,		/* one of names[] */
+	SSDQ_ATTR_ACTION,		/* write-only: 1 runs set */
 };
 
 struct ssdq_attr {
@@ -389,7 +390,7 @@ ssize_t ssdq_attr_store(struct device *d, struct device_attribute *attr,
 		    0, _names, NULL)
 /* Write-only, no field: an action, done by _set when 1 is written. */
 #define SSDQ_ATTR_ACTION(_name, _group, _set)				\
-	__SSDQ_ATTR(_name, 0200, NULL, _group, SSDQ_ATTR_UINT, 0, 1, 1,	\
+	__SSDQ_ATTR(_name, 0200, NULL, _group, SSDQ_ATTR_ACTION, 0, 1, 1, \
 		    NULL, _set)
 
 /* A technique's directory of switches, /sys/block/ssdqN/<_name>/. */

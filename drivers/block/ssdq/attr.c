@@ -128,7 +128,7 @@ ssize_t ssdq_attr_store(struct device *d, struct device_attribute *dattr,
 		ret = a->set(ssdq_from_disk_dev(d), val);
 	else if (a->kind == SSDQ_ATTR_BOOL)
 		WRITE_ONCE(*(bool *)field, val);
-	else
+	else if (!WARN_ON_ONCE(a->kind == SSDQ_ATTR_ACTION))	/* no field */
 		WRITE_ONCE(*(unsigned int *)field, val);
 	return ret ? ret : count;
 }

@@ -183,7 +183,10 @@ static const char * const ssdq_fault_done_names[SSDQ_FAULT_NR_KINDS] = {
 	[SSDQ_FAULT_REFUSE_DBBUF]	= "refused_dbbufs",
 };
 
-/* debugfs hands each file the device; the knob is found by file name. */
+/*
+ * Each knob file's inode holds the device (debugfs's i_private); the knob
+ * is found by file name.
+ */
 static const struct ssdq_fault_knob *ssdq_knob_of(struct file *file)
 {
 	const char *name = file->f_path.dentry->d_name.name;
@@ -205,7 +208,7 @@ static ssize_t ssdq_knob_read(struct file *file, char __user *ubuf,
 			      size_t count, loff_t *ppos)
 {
 	const struct ssdq_fault_knob *k = ssdq_knob_of(file);
-	struct ssdq_dev *dev = file->private_data;
+	struct ssdq_dev *dev = file_inode(file)->i_private;
 	char buf[16];
 	int len;
 
@@ -220,16 +223,16 @@ static ssize_t ssdq_knob_write(struct file *file, const char __user *ubuf,
 			       size_t count, loff_t *ppos)
 {
 	const struct ssdq_fault_knob *k = ssdq_knob_of(file);
-	struct ssdq_dev *dev = file->private_data;
-	char buf[24], name[40];
+	struct ssdq_dev *dev = file_inode(file)->i_private;
+	char buf[35], name[40];
 	unsigned int val;
 	size_t len;
 	int ret;
 
 	if (!k)
 		return -ENOENT;
-	/* Too long to be a number: parsed as "", refused with the rest. */
-	len = count < sizeof(buf) ? count : 0;
+	/* As kstrtouint_from_user() reads it: the first 34 bytes. */
+	len = min(count, sizeof(buf) - 1);
 	if (copy_from_user(buf, ubuf, len))
 		return -EFAULT;
 	buf[len] = '\0';
@@ -246,9 +249,9 @@ static ssize_t ssdq_knob_write(struct file *file, const char __user *ubuf,
 
 static const struct file_operations ssdq_knob_fops = {
 	.owner	= THIS_MODULE,
-	.open	= simple_open,
 	.read	= ssdq_knob_read,
 	.write	= ssdq_knob_write,
+	.llseek	= default_llseek,
 };
 
 static int ssdq_fault_injected_show(struct seq_file *m, void *unused)

@@ -310,6 +310,7 @@ void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx)
 /* Copy a run of prepared requests into one SQ under one lock hold. */
 static void ssdq_submit_batch(struct ssdq_queue *q, struct rq_list *batch)
 {
+	bool ring_each = ssdq_plug_ring_now(q, false);
 	struct request *req;
 	unsigned int n = 0;
 
@@ -319,7 +320,7 @@ static void ssdq_submit_batch(struct ssdq_queue *q, struct rq_list *batch)
 	while ((req = rq_list_pop(batch))) {
 		ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
 		n++;
-		if (ssdq_plug_ring_now(q, false))
+		if (ring_each)
 			ssdq_sq_ring_doorbell(q);
 	}
 	ssdq_sq_ring_doorbell(q);

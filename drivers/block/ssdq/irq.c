@@ -156,7 +156,9 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 
 /*
  * Give a queue its vector: the admin queue's, or an I/O queue's own, with
- * irq_poll and the deferral timer ready for irqpoll mode.
+ * irq_poll and the deferral timer ready for irqpoll mode. Only for a queue
+ * nothing reaps yet: at probe (the admin queue twice, its first vector
+ * freed in between), never on a live one.
  */
 int ssdq_irq_request(struct ssdq_queue *q)
 {
