@@ -6,8 +6,13 @@
 # the host (scripts/bench-report.sh) turns those into tables and charts.
 # These helpers never judge a number: they only record it.
 
-PCI_SSDQ=0000:00:04.0 # serial ssdq0: ssdq (or nvme, for the A/A check)
-PCI_NVME=0000:00:05.0 # serial nvmeref: always the kernel's nvme
+# The guest basics this shares with the tests (nap, wait_until,
+# disk_of_pci, set_override, bound_driver, module_loaded, the PCI slots).
+# shellcheck source=scripts/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest-lib.sh"
+
+PCI_SSDQ=$PCI_DUT # ssdq (or nvme, for the A/A check)
+PCI_NVME=$PCI_REF # always the kernel's nvme
 NOBODY=ssdq-bench-none # a driver_override no driver matches: keep unbound
 
 B_OUT=${SSDQ_OUT:?SSDQ_OUT not set: run through scripts/bench.sh}
@@ -33,38 +38,7 @@ progress() {
 	echo "$line"
 }
 
-# Poll CMD until it succeeds or SECS pass (never a blind sleep).
-wait_until() { # secs cmd...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.1
-	done
-}
-
 # ------------------------------------------------------------- binding
-
-disk_of_pci() { # pci -> disk name
-	local b
-	for b in /sys/block/*; do
-		[[ -e $b ]] || continue
-		case $(readlink -f "$b") in
-		*/"$1"/*) echo "${b##*/}"; return 0 ;;
-		esac
-	done
-	return 1
-}
-
-set_override() { # pci driver
-	echo "$2" >"/sys/bus/pci/devices/$1/driver_override"
-}
-
-bound_driver() { # pci -> driver name or nothing
-	local l=/sys/bus/pci/devices/$1/driver
-	[[ -e $l ]] && basename "$(readlink -f "$l")"
-	return 0
-}
 
 # Bind PCI to DRIVER (module already loaded) and wait for its disk.
 bind_pci() { # pci driver
@@ -88,8 +62,6 @@ unbind_pci() { # pci
 udev_settle_disk() { # disk
 	wait_until 10 test -b "/dev/$1" || bdie "/dev/$1 did not appear"
 }
-
-module_loaded() { [[ -d /sys/module/$1 ]]; }
 
 # The module's parameter names, read once (modinfo reads the whole .ko).
 KO_PARAMS=
@@ -311,14 +283,6 @@ sampler_priority() {
 	fi
 }
 
-# A sleep that starts no program: read with a timeout on a pipe that never
-# delivers.
-SLEEP_FD=
-bsleep() { # secs (fractions allowed)
-	[[ -n $SLEEP_FD ]] || exec {SLEEP_FD}<> <(:)
-	read -r -t "$1" -u "$SLEEP_FD" _ || true
-}
-
 # Reads + writes completed so far on DISK, into IOS (no subshell: even a
 # fork is slow under TCG).
 IOS=0
@@ -336,7 +300,7 @@ wait_io_start() { # disk base pid
 	while ((IOS == $2)); do
 		kill -0 "$3" 2>/dev/null || return 1
 		((SECONDS < end)) || return 1
-		bsleep 0.05
+		nap 0.05
 		disk_ios "$1"
 	done
 }
@@ -382,10 +346,10 @@ measure_run() {
 	if wait_io_start "$disk" "$base" "$pid"; then
 		ti=${EPOCHREALTIME/./}
 		printf -v secs '%d.%03d' $((ramp / 1000)) $((ramp % 1000))
-		bsleep "$secs"
+		nap "$secs"
 		snapshot "$side" SNAP_A a
 		printf -v secs '%d.%03d' $(((rt * 1000 - margin_ms) / 1000)) $(((rt * 1000 - margin_ms) % 1000))
-		bsleep "$secs"
+		nap "$secs"
 		snapshot "$side" SNAP_B b
 		snap_us=$((${EPOCHREALTIME/./} - SNAP_B[t_us]))
 		# A sample taken after fio ended would count idle time.
@@ -440,7 +404,7 @@ mem_sample() { # -> MEM_JSON
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	# Let RCU-deferred frees (kfree_rcu, blk-mq teardown) land first.
-	bsleep 0.5
+	nap 0.5
 	echo 3 >/proc/sys/vm/drop_caches
 	while read -r k v _; do
 		case $k in

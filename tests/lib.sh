@@ -9,9 +9,12 @@
 # Either way the disk is found through sysfs under the PCI device, so a test
 # never hardcodes nvme0n1 vs ssdq0.
 
+# The guest basics this shares with the bench (PCI_DUT, PCI_REF, nap,
+# wait_until, kv_get, disk_of_pci, set_override, module_loaded).
+# shellcheck source=scripts/guest-lib.sh
+. "${BASH_SOURCE[0]%/*}/../scripts/guest-lib.sh"
+
 DUT=${DUT:-ssdq}
-PCI_DUT=0000:00:04.0 # serial ssdq0, image ssdq0.img
-PCI_REF=0000:00:05.0 # serial nvmeref, image nvmeref.img, always nvme
 KiB=1024
 MiB=$((1024 * 1024))
 
@@ -99,33 +102,10 @@ IO_DIV=${SSDQ_IO_DIV:-1}
 
 # wait_for SECS DESCRIPTION CMD...: poll CMD until it succeeds; fail the
 # test after SECS (times SSDQ_TIMEOUT_SCALE: the debug kernel is slower).
-# Never a fixed sleep.
 wait_for() {
-	local secs=$(($1 * ${SSDQ_TIMEOUT_SCALE:-1})) what=$2 end
+	local secs=$(($1 * ${SSDQ_TIMEOUT_SCALE:-1})) what=$2
 	shift 2
-	end=$((SECONDS + secs))
-	until "$@"; do
-		((SECONDS < end)) || fail "timed out after ${secs}s waiting for $what"
-		nap 0.1
-	done
-}
-
-# sleep(1) without a process: a read that times out on a pipe nobody
-# writes. On the debug kernel every fork+exec costs about a second, and the
-# suite's polling loops would spend most of their time starting sleep.
-nap() { # secs
-	[[ -n ${NAP_FD:-} ]] || exec {NAP_FD}<> <(:)
-	read -r -t "$1" -u "$NAP_FD" || true
-}
-
-# The value after KEY in a "key value..." file (debugfs counters), read
-# with builtins only (same reason).
-kv_get() { # file key
-	local k v
-	while read -r k v; do
-		[[ $k == "$2" ]] && { echo "${v%% *}"; return 0; }
-	done <"$1"
-	return 1
+	wait_until "$secs" "$@" || fail "timed out after ${secs}s waiting for $what"
 }
 
 # ---------------------------------------------------------------- kmsg
@@ -166,25 +146,11 @@ DUT_KO=${SSDQ_KO:-${SSDQ_REPO:-.}/ssdq.ko}
 # Pin each controller to its driver: nothing auto-binds here (no udev), but
 # make it explicit so loading nvme can never grab the ssdq controller.
 set_overrides() {
-	echo "$DUT_DRV" >/sys/bus/pci/devices/$PCI_DUT/driver_override
-	echo nvme >/sys/bus/pci/devices/$PCI_REF/driver_override
+	set_override "$PCI_DUT" "$DUT_DRV"
+	set_override "$PCI_REF" nvme
 }
 
-dut_loaded() { [[ -d /sys/module/$DUT_MOD ]]; }
-
-# Name of the disk below a PCI device, or nothing. A disk's device is the
-# PCI function itself (ssdq) or a controller below it (nvme); -ef compares
-# what the links resolve to, without a readlink process per disk.
-disk_of_pci() { # pci
-	local b p=/sys/bus/pci/devices/$1
-	for b in /sys/block/*; do
-		if [[ $b/device -ef $p || $b/device/device -ef $p ]]; then
-			echo "${b##*/}"
-			return 0
-		fi
-	done
-	return 1
-}
+dut_loaded() { module_loaded "$DUT_MOD"; }
 
 # Try to load the DUT driver with parameters; returns the loader's status
 # and leaves its stderr in $T_DIR/load.err (or /tmp).
