@@ -1,7 +1,7 @@
 #!/bin/bash
 # make bench / make bench-quick: ssdq side by side with the kernel's nvme on
 # two identical QEMU NVMe controllers, in ONE VM boot, plus ablations of
-# ssdq's techniques; then the report (scripts/bench-report.sh).
+# ssdq's techniques; then the report (scripts/bench-report.py).
 #
 #   scripts/bench.sh [--quick] [--timeout SECS] [--sections "mem main ..."]
 #
@@ -73,6 +73,7 @@ vm_wait() {
 
 [[ -f $SSDQ_REPO/ssdq.ko ]] || die "ssdq.ko not built (make module)"
 command -v jq >/dev/null || die "jq missing (make deps)"
+command -v python3 >/dev/null || die "python3 missing (make deps)"
 ensure_gnuplot
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -116,7 +117,7 @@ host_meta "$out/host.json" "$( ((vm_rc == 0)) && echo finished || echo "vm statu
 rm -f "$out/ssdq0.img" "$out/nvmeref.img"
 
 rc=0
-"$SSDQ_REPO/scripts/bench-report.sh" "$out" || rc=$?
+"$SSDQ_REPO/scripts/bench-report.py" "$out" || rc=$?
 # The trace is only an input to the counts now in results.json.
 if ((rc == 0)) && [[ ${SSDQ_BENCH_KEEP_TRACE:-0} != 1 ]]; then
 	rm -f "$out/qemu-trace.log"

@@ -14,6 +14,7 @@ pkgs=(
 	fio nvme-cli
 	libaio-dev # the tests' static fio (scripts/test-fio.sh)
 	openssl    # the tests' data patterns (tests/lib.sh)
+	python3          # make bench's report (scripts/bench-report.py)
 	python3-docutils # make lint: the documentation parses (docrefs.sh)
 	# building the debug kernel (make check-debug)
 	bc bison flex libelf-dev libssl-dev

@@ -3,7 +3,7 @@
 # binding the two controllers, counter snapshots, one measured fio run.
 #
 # Everything a run measures is written as one JSON line to $B_OUT/runs.jsonl;
-# the host (scripts/bench-report.sh) turns those into tables and charts.
+# the host (scripts/bench-report.py) turns those into tables and charts.
 # These helpers never judge a number: they only record it.
 
 # The guest basics this shares with the tests (nap, wait_until,

@@ -2,7 +2,7 @@
 # Runs inside the VM for `make bench` (started by scripts/bench.sh): ssdq on
 # 00:04.0 side by side with the kernel's nvme on the identical 00:05.0, in
 # this one boot. Records raw figures only (runs.jsonl, mem.jsonl,
-# notes.jsonl, meta.json in $SSDQ_OUT); scripts/bench-report.sh judges them.
+# notes.jsonl, meta.json in $SSDQ_OUT); scripts/bench-report.py judges them.
 #
 # Sections, in order (SSDQ_BENCH_SECTIONS picks a subset):
 #   mem     kernel memory per driver: module alone, then per controller

@@ -1,0 +1,790 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn one bench results dir (scripts/bench.sh) into results.json,
+report.md and the PNG charts. Re-runnable on an existing dir:
+
+    scripts/bench-report.py build/bench/latest
+
+Inputs, all written by the guest (scripts/guest-bench-suite.sh) except
+host.json and the QEMU trace: runs.jsonl (one line per fio run: fio summary
+and counter deltas), mem.jsonl, mem-slab.jsonl, notes.jsonl, meta.json,
+qemu-trace.log. Python's standard library, and gnuplot for the charts
+(skipped without it). The guest only records; all judging is here.
+"""
+
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+# ---------------------------------------------------------------- inputs
+
+
+def read_jsonl(d, name):
+    path = os.path.join(d, name + ".jsonl")
+    if not os.path.exists(path) or not os.path.getsize(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_json(d, name):
+    path = os.path.join(d, name + ".json")
+    if not os.path.exists(path) or not os.path.getsize(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def trace_counts(d, runs):
+    """QEMU's trace events per run, counted in the byte range of the trace
+    log the guest noted before and after each run. Only one controller is
+    busy at a time, so the events are that run's device's. Admin queue (id
+    0) and vector 0 are left out: they are not I/O. {"seq": {sq, cq, msix}}.
+    bench.sh deletes the (large) log once counted: then the saved counts."""
+    trace = os.path.join(d, "qemu-trace.log")
+    if not os.path.exists(trace) or not os.path.getsize(trace):
+        return read_json(d, "trace-counts")
+    ranges = sorted(((r["counters"]["trace_start"], r["counters"]["trace_end"], str(r["seq"]))
+                     for r in runs if (r.get("counters") or {}).get("trace_start") is not None))
+    counts = {seq: {"sq": 0, "cq": 0, "msix": 0} for _, _, seq in ranges}
+    k, off = 0, 0
+    with open(trace, "rb") as f:
+        for line in f:
+            at, off = off, off + len(line)
+            while k < len(ranges) and at >= ranges[k][1]:
+                k += 1
+            if k == len(ranges):
+                break
+            if at < ranges[k][0]:
+                continue
+            w = line.split()
+            if len(w) < 3:
+                continue
+            c = counts[ranges[k][2]]
+            if w[0] == b"pci_nvme_mmio_doorbell_sq" and w[2] != b"0":
+                c["sq"] += 1
+            elif w[0] == b"pci_nvme_mmio_doorbell_cq" and w[2] != b"0":
+                c["cq"] += 1
+            elif w[0] == b"pci_nvme_irq_msix" and w[-1] != b"0":
+                c["msix"] += 1
+    return counts
+
+
+def fio_summaries(d):
+    """fio's JSON of every run, summarised by tag. Group reporting: jobs[0]
+    is the whole job. fio may print notes before the JSON document."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(d, "fio", "*.json"))):
+        if not os.path.getsize(path):
+            continue
+        tag = os.path.basename(path)[:-len(".json")]
+        try:
+            with open(path) as f:
+                text = f.read()
+            start = next(i for i, line in enumerate(text.splitlines(True)) if line.startswith("{"))
+            j = json.loads("".join(text.splitlines(True)[start:]))["jobs"][0]
+        except (StopIteration, ValueError, KeyError, IndexError):
+            print(f"bench-report: unreadable fio output {path}", file=sys.stderr)
+            continue
+        x = j["read"] if j["read"]["io_bytes"] > 0 else j["write"]
+        pct = (x.get("lat_ns", {}).get("percentile") or x.get("clat_ns", {}).get("percentile") or {})
+        out[tag] = {
+            "iops": j["read"]["iops"] + j["write"]["iops"],
+            "bw_bytes": j["read"]["bw_bytes"] + j["write"]["bw_bytes"],
+            "ios": j["read"]["total_ios"] + j["write"]["total_ios"],
+            "lat_mean_ns": x["lat_ns"]["mean"],
+            "lat_p50_ns": pct.get("50.000000"), "lat_p99_ns": pct.get("99.000000"),
+            "lat_p999_ns": pct.get("99.900000"), "lat_max_ns": x["lat_ns"]["max"],
+            "usr_cpu": j["usr_cpu"], "sys_cpu": j["sys_cpu"], "ctx": j["ctx"],
+            "runtime_ms": j["job_runtime"], "error": j["error"],
+        }
+    return out
+
+# ---------------------------------------------------------------- figures
+
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[(n - 1) // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def div(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+METRICS = ["iops", "mibs", "p50_us", "p99_us", "p999_us", "mean_us", "cpu_us_per_io",
+           "kcpu_us_per_io", "irq_per_io", "msix_per_io", "sqdb_per_io", "cqdb_per_io",
+           "ipi_per_io"]
+SSDQ_METRICS = ["cmds_per_batch", "drv_sqdb_mmio_per_io", "drv_cqdb_mmio_per_io",
+                "remote_per_io", "ipis_per_io", "irq_rounds_per_io", "irq_polled_per_io",
+                "irq_budget_exhausted_per_io"]
+CPU_BUSY = ["cpu_user", "cpu_nice", "cpu_system", "cpu_irq", "cpu_softirq", "cpu_steal"]
+CPU_ALL = CPU_BUSY + ["cpu_idle", "cpu_iowait"]
+USER_HZ_US = 10000  # /proc/stat ticks are USER_HZ (100/s)
+
+
+def derive(run, tc, fs):
+    """One run's figures, or m = None if it did not run cleanly."""
+    r = dict(run)
+    r["fio"] = f = fs.get(r["tag"])
+    c = r.get("counters") or {}
+    r["ok"] = (r.get("rc") == 0 and f is not None and f["error"] == 0
+               and (c.get("late_sample") or 0) == 0)
+    if not r["ok"]:
+        r["m"] = None
+        return r
+    g = lambda k: c.get(k) or 0  # noqa: E731 (a missing counter is 0)
+    ios = g("ios_read") + g("ios_write")
+    t = tc.get(str(r["seq"])) or {}
+    busy = sum(g(k) for k in CPU_BUSY)
+    done = g("steering_local") + g("steering_remote")
+    us = lambda ns: div(ns, 1000)  # noqa: E731
+    r["m"] = {
+        "iops": f["iops"], "mibs": f["bw_bytes"] / 1048576,
+        "p50_us": us(f["lat_p50_ns"]), "p99_us": us(f["lat_p99_ns"]),
+        "p999_us": us(f["lat_p999_ns"]), "mean_us": us(f["lat_mean_ns"]),
+        "ios": ios, "window_s": div(c.get("window_us"), 1000000),
+        "iops_window": div(ios, div(c.get("window_us"), 1000000)),
+        "cpu_util": div(busy, sum(g(k) for k in CPU_ALL)),
+        "cpu_us_per_io": div(busy * USER_HZ_US, ios),
+        "kcpu_us_per_io": div((g("cpu_system") + g("cpu_irq") + g("cpu_softirq")) * USER_HZ_US, ios),
+        "irq_per_io": div(c.get("irqs"), ios), "ipi_per_io": div(c.get("ipi_cal"), ios),
+        "msix_per_io": div(t.get("msix"), c.get("run_ios")),
+        "sqdb_per_io": div(t.get("sq"), c.get("run_ios")),
+        "cqdb_per_io": div(t.get("cq"), c.get("run_ios")),
+        "cmds_per_batch": div(c.get("plugging_submitted"), c.get("plugging_batches")),
+        # ssdq counters: divisors from the same debugfs files (commands
+        # submitted, requests completed), read at the same moments.
+        "drv_sqdb_mmio_per_io": div(c.get("plugging_sq_db_mmio"), c.get("plugging_submitted")),
+        "drv_cqdb_mmio_per_io": div(c.get("plugging_cq_db_mmio"), c.get("plugging_submitted")),
+        "remote_per_io": div(c.get("steering_remote"), done),
+        "ipis_per_io": div(c.get("steering_ipis"), done),
+        "irq_rounds_per_io": div(c.get("irq_rounds"), c.get("plugging_submitted")),
+        "irq_polled_per_io": div(c.get("irq_polled"), c.get("plugging_submitted")),
+        "irq_budget_exhausted_per_io": div(c.get("irq_budget_exhausted"),
+                                           c.get("plugging_submitted")),
+    }
+    return r
+
+
+def compare(runs, a, b):
+    """Side A vs side B of one job: medians, and the ratio A/B round by
+    round (pairs)."""
+    rounds = sorted({r["round"] for r in runs})
+    out = {}
+    for k in METRICS:
+        va = [r["m"][k] for r in runs if r["side"] == a and r["ok"]]
+        vb = [r["m"][k] for r in runs if r["side"] == b and r["ok"]]
+
+        def first(side, rnd):
+            return next((r["m"][k] for r in runs
+                         if r["side"] == side and r["round"] == rnd and r["ok"]), None)
+        ratios = [x for x in (div(first(a, rnd), first(b, rnd)) for rnd in rounds) if x is not None]
+        out[k] = {"a": median(va), "b": median(vb), "a_values": va, "b_values": vb,
+                  "ratios": ratios, "ratio": median(ratios),
+                  "ratio_min": min(ratios) if ratios else None,
+                  "ratio_max": max(ratios) if ratios else None}
+    return out
+
+
+def comparisons(runs, sections, a, b, meta):
+    order = {j["name"]: i for i, j in enumerate(meta.get("jobs") or [])}
+    groups = {}
+    for r in runs:
+        if r.get("section") in sections:
+            groups.setdefault(r["section"] + "/" + r["job"], []).append(r)
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        out.append({"section": g[0]["section"], "job": g[0]["job"], "qd": g[0].get("qd"),
+                    "variant": g[0].get("variant"), "a": a, "b": b,
+                    "runs_ok": sum(r["ok"] for r in g),
+                    "runs_failed": sum(not r["ok"] for r in g),
+                    "sides": sorted({r["side"] for r in g if r["ok"]}),
+                    "metrics": compare(g, a, b)})
+    return sorted(out, key=lambda c: order.get(c["job"], 99))
+
+
+def verdicts(cmp):
+    """Targets: IOPS/bandwidth >= nvme on every job, QD1 latency <= nvme,
+    CPU per I/O <= nvme."""
+    out = []
+    for c in cmp:
+        targets = [("mibs" if c["job"].startswith("seq") else "iops", "higher")]
+        if c["qd"] == 1:
+            targets += [("p50_us", "lower"), ("p99_us", "lower")]
+        targets.append(("cpu_us_per_io", "lower"))
+        for metric, better in targets:
+            m = c["metrics"][metric]
+            ratio = m["ratio"]
+            out.append({"job": c["job"], "section": c["section"], "metric": metric,
+                        "better": better, "nvme": m["b"], "ssdq": m["a"], "ratio": ratio,
+                        "ratios": m["ratios"],
+                        "pass": None if ratio is None else
+                        (ratio >= 1 if better == "higher" else ratio <= 1),
+                        "within_noise": m["ratio_min"] is not None and m["ratio_min"] < 1
+                        and m["ratio_max"] > 1})
+    return out
+
+# ---------------------------------------------------------------- memory
+
+
+def memdelta(a, b):
+    """a = before, b = after (meminfo kB)."""
+    return {"mem_taken_kb": (a["MemFree"] + a.get("PcpFree", 0)) - (b["MemFree"] + b.get("PcpFree", 0)),
+            "slab_kb": b["Slab"] - a["Slab"], "sunreclaim_kb": b["SUnreclaim"] - a["SUnreclaim"],
+            "percpu_kb": b["Percpu"] - a["Percpu"], "vmalloc_kb": b["VmallocUsed"] - a["VmallocUsed"],
+            "kernelstack_kb": b["KernelStack"] - a["KernelStack"],
+            "pagetables_kb": b["PageTables"] - a["PageTables"]}
+
+
+def avgmem(a, b):
+    return {k: (a[k] + (b.get(k) if b.get(k) is not None else a[k])) / 2 for k in sorted(a)}
+
+
+def summarize(xs):
+    if not xs:
+        return None
+    return {k: {"median": median([x[k] for x in xs]), "min": min(x[k] for x in xs),
+                "max": max(x[k] for x in xs), "values": [x[k] for x in xs]}
+            for k in sorted(xs[0])}
+
+
+def memory(mem):
+    if not mem:
+        return None
+    groups = {}
+    for e in mem:
+        groups.setdefault((e["driver"], e["cycle"]), []).append(e)
+    cyc = []
+    for key in sorted(groups):
+        g = groups[key]
+        s = {e["step"]: e["meminfo_kb"] for e in g}
+        mods = {e["step"]: e.get("modules") for e in g}
+        ma = s.get("module_after") or s.get("module_before")
+        ua = s.get("unloaded_after") or s.get("unloaded_before")
+        names = []
+        if mods.get("module_before") and mods.get("unloaded_before"):
+            names = [n for n in sorted(mods["module_before"])
+                     if mods["unloaded_before"].get(n) is None]
+        c = {"driver": g[0]["driver"], "cycle": g[0]["cycle"], "module_names": names,
+             "controller": memdelta(avgmem(s["module_before"], ma), s["bound"])
+             if s.get("bound") and s.get("module_before") else None,
+             "module": memdelta(avgmem(s["unloaded_before"], ua), avgmem(s["module_before"], ma))
+             if s.get("module_before") and s.get("unloaded_before") else None,
+             "drift_controller_kb": memdelta(s["module_before"], s["module_after"])["mem_taken_kb"]
+             if s.get("module_after") and s.get("module_before") else None,
+             "drift_module_kb": memdelta(s["unloaded_before"], s["unloaded_after"])["mem_taken_kb"]
+             if s.get("unloaded_after") and s.get("unloaded_before") else None}
+        sizes = [mods["module_before"][n] for n in names]
+        c["module_bytes"] = sum(sizes) if sizes else None
+        cyc.append(c)
+
+    def per(drv, k):
+        return [c[k] for c in cyc if c["driver"] == drv and c[k] is not None]
+    sides = ("ssdq", "nvme")
+    return {"module": {d: summarize(per(d, "module")) for d in sides},
+            "module_bytes": {d: median(per(d, "module_bytes")) for d in sides},
+            "module_names": {d: (per(d, "module_names") or [[]])[0] for d in sides},
+            "controller": {d: summarize(per(d, "controller")) for d in sides},
+            "drift_kb": {"controller": [c["drift_controller_kb"] for c in cyc
+                                        if c["drift_controller_kb"] is not None],
+                         "module": [c["drift_module_kb"] for c in cyc
+                                    if c["drift_module_kb"] is not None]},
+            "cycles": cyc}
+
+
+def memory_verdict(mm):
+    """Memory (module + one controller) against the same target."""
+    if mm is None or mm["controller"]["ssdq"] is None or mm["controller"]["nvme"] is None:
+        return []
+
+    def total(d):
+        mod = (mm["module"][d] or {}).get("mem_taken_kb", {}).get("median") or 0
+        return mod + mm["controller"][d]["mem_taken_kb"]["median"]
+    ratio = div(total("ssdq"), total("nvme"))
+    return [{"job": "memory (module + one controller)", "section": "mem",
+             "metric": "mem_taken_kb", "better": "lower", "nvme": total("nvme"),
+             "ssdq": total("ssdq"), "ratio": ratio, "ratios": [],
+             "pass": None if ratio is None else ratio <= 1, "within_noise": False}]
+
+
+def ablations(runs):
+    """Medians per (section, variant, qd) of the ablation and steering runs."""
+    groups = {}
+    for r in runs:
+        if r.get("section") in ("abl", "steer"):
+            groups.setdefault((r["section"], r["variant"], r["qd"]), []).append(r)
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        ok = [r for r in g if r["ok"]]
+        out.append({"section": key[0], "variant": key[1], "side": g[0]["side"], "qd": key[2],
+                    "runs_ok": len(ok), "runs_failed": len(g) - len(ok),
+                    "m": {k: median([r["m"][k] for r in ok]) for k in METRICS + SSDQ_METRICS},
+                    "values": {"iops": [r["m"]["iops"] for r in ok]}})
+    return out
+
+
+def results(d):
+    runs = read_jsonl(d, "runs")
+    meta = read_json(d, "meta")
+    tc = trace_counts(d, runs)
+    with open(os.path.join(d, "trace-counts.json"), "w") as f:
+        json.dump(tc, f)
+    fs = fio_summaries(d)
+    rr = [derive(r, tc, fs) for r in runs]
+    cmp = comparisons(rr, ["main", "polled"], "ssdq", "nvme", meta)
+    mm = memory(read_jsonl(d, "mem"))
+    return {"host": read_json(d, "host"), "guest": meta, "notes": read_jsonl(d, "notes"),
+            "comparisons": cmp, "verdicts": verdicts(cmp) + memory_verdict(mm),
+            "calibration": comparisons(rr, ["calib"], "slot04", "slot05", meta),
+            "memory": mm, "memory_slab": read_jsonl(d, "mem-slab"),
+            "memory_samples": read_jsonl(d, "mem"), "ablations": ablations(rr),
+            "failed_runs": [{k: r.get(k) for k in ("tag", "rc", "section", "job", "side",
+                                                   "variant", "qd", "round")}
+                            for r in rr if not r["ok"]],
+            "runs": rr}
+
+# ---------------------------------------------------------------- charts
+
+
+ABL_VARIANTS = ["nvme", "default", "batching-off", "shadow-off", "irq-direct", "irq-irqpoll",
+                "irq-irqpoll-defer", "steer-off", "steer-ipi", "steer-blk"]
+
+
+def aliases(res):
+    """Variants the guest ran as another one (same settings)."""
+    return {n["what"]: n["why"] for n in res["notes"] if n.get("kind") == "alias"}
+
+
+def gnuplot(script):
+    subprocess.run(["gnuplot"], input=script, text=True, check=False)
+
+
+def chart_iops(d, res):
+    """ssdq vs nvme IOPS per job: bars the median of rounds, whiskers min-max,
+    label the median of the per-round ratios (what the report judges by)."""
+    rows = []
+    for c in res["comparisons"]:
+        i = c["metrics"]["iops"]
+        bv = [x for x in i["b_values"] if x is not None] or [0]
+        av = [x for x in i["a_values"] if x is not None] or [0]
+        label = "ssdq n/a" if i["ratio"] is None else f"x{jnum(jround(i['ratio'] * 100) / 100)}"
+        rows.append([c["job"], i["b"] or 0, min(bv), max(bv), i["a"] or 0, min(av), max(av), label])
+    if not rows:
+        return False
+    dat = os.path.join(d, "chart-iops.dat")
+    with open(dat, "w") as f:
+        f.writelines("\t".join(str(x) for x in r) + "\n" for r in rows)
+    gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
+set output '{d}/iops.png'
+set title "ssdq vs nvme, same QEMU NVMe model, one TCG boot\\n{{/*0.9 bars: median of rounds, whiskers: min-max; label: median of per-round ssdq/nvme ratios}}" enhanced
+set style data histograms
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set ylabel "IOPS (median of rounds)"
+set yrange [0:*]
+set offsets 0, 0, graph 0.1, 0
+set grid ytics
+set key top left
+set xtics noenhanced
+set datafile separator "\\t"
+plot '{dat}' using 2:3:4:xtic(1) title "nvme" lc rgb "#7f7f7f", \\
+     '' using 5:6:7 title "ssdq" lc rgb "#1f77b4", \\
+     '' using 0:(($4 > $7 ? $4 : $7)):8 notitle with labels offset character 0,1 font ",10"
+""")
+    return True
+
+
+def chart_ablation(d, res, metric, variants, title, ylabel):
+    """One line per variant: METRIC against queue depth, log-log."""
+    alias = aliases(res)
+    blocks = []
+    for v in variants:
+        pts = sorted((a["qd"], a["m"][metric]) for a in res["ablations"]
+                     if a["variant"] == alias.get(v, v) and a["m"][metric] is not None)
+        if pts:
+            blocks.append((v, pts))
+    if not blocks:
+        return False
+    dat = os.path.join(d, f"chart-{metric}.dat")
+    with open(dat, "w") as f:
+        for v, pts in blocks:
+            f.write(f"# {v}\n" + "".join(f"{qd}\t{y}\n" for qd, y in pts) + "\n\n")
+    plots = ", ".join(f"'{dat}' index {i} using 1:2 with linespoints lw 2 pt {7 + i} title '{v}'"
+                      for i, (v, _) in enumerate(blocks))
+    gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
+set output '{d}/{metric}.png'
+set title "{title}"
+set xlabel "queue depth"
+set ylabel "{ylabel} (log scale)"
+set logscale x 2
+set logscale y 10
+set xtics (1, 2, 4, 8, 16, 32)
+set grid
+set key outside right noenhanced
+set datafile separator "\\t"
+set datafile missing "NaN"
+plot {plots}
+""")
+    return True
+
+
+def charts(d, res):
+    for png in ("iops", "irq_per_io", "sqdb_per_io"):
+        if os.path.exists(os.path.join(d, png + ".png")):
+            os.remove(os.path.join(d, png + ".png"))
+    if not shutil.which("gnuplot"):
+        print("bench-report: no gnuplot: skipping charts", file=sys.stderr)
+        return
+    chart_iops(d, res)
+    # "default" stands in for irq-direct only when irq-direct is absent.
+    direct = "irq-direct" if any(a["variant"] == aliases(res).get("irq-direct", "irq-direct")
+                                 for a in res["ablations"]) else "default"
+    chart_ablation(d, res, "irq_per_io", ["nvme", direct, "irq-irqpoll", "irq-irqpoll-defer"],
+                   "Interrupts per I/O by mode and queue depth (4k randread, 1 job; /proc/interrupts)",
+                   "interrupts per I/O")
+    chart_ablation(d, res, "sqdb_per_io", ["nvme", "default", "batching-off", "shadow-off"],
+                   "SQ doorbell MMIO writes per I/O (QEMU trace; 4k randread, 1 job)",
+                   "SQ doorbell writes per I/O")
+
+# ---------------------------------------------------------------- report.md
+# Numbers are formatted as the jq version of this report did: jq's round()
+# (half away from zero) and its shortest number-to-text.
+
+
+def jround(x):
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def jnum(x):
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e17:
+        return str(int(x))
+    return str(x)
+
+
+def fmt(x):
+    if x is None:
+        return "n/a"
+    a = abs(x)
+    if a >= 100:
+        return jnum(jround(x))
+    if a >= 10:
+        return jnum(jround(x * 10) / 10)
+    if a >= 1:
+        return jnum(jround(x * 100) / 100)
+    return jnum(jround(x * 1000) / 1000)
+
+
+def r2(x):
+    if x is None:
+        return "n/a"
+    n = int(jround(abs(x) * 100))
+    return f"{'-' if x < 0 else ''}{n // 100}.{n % 100:02d}"
+
+
+def ratios(xs):
+    return "" if not xs else " ".join(r2(x) for x in xs)
+
+
+def kb(x):
+    return "n/a" if x is None else f"{jnum(jround(x))} kB"
+
+
+def jstr(x):
+    """A value as jq's string interpolation shows it."""
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return jnum(x) if isinstance(x, (int, float)) else str(x)
+
+
+def q(x):
+    """A value of the header lines, "?" when unknown (jq's x // "?")."""
+    return "?" if x is None or x is False else jstr(x)
+
+
+MLABEL = {"iops": "IOPS", "mibs": "MiB/s", "p50_us": "p50 latency (us)",
+          "p99_us": "p99 latency (us)", "p999_us": "p99.9 latency (us)",
+          "mean_us": "mean latency (us)", "cpu_us_per_io": "CPU us per I/O (all vCPUs, busy)",
+          "kcpu_us_per_io": "kernel CPU us per I/O (sys+irq+softirq)",
+          "irq_per_io": "interrupts per I/O (/proc/interrupts)",
+          "msix_per_io": "MSI-X messages per I/O (QEMU)",
+          "sqdb_per_io": "SQ doorbell MMIO per I/O (QEMU)",
+          "cqdb_per_io": "CQ doorbell MMIO per I/O (QEMU)",
+          "ipi_per_io": "function-call IPIs per I/O (CAL)", "mem_taken_kb": "MemFree taken (kB)"}
+
+
+def mlabel(k):
+    return MLABEL.get(k, k)
+
+
+def verdict(v):
+    noise = " (pairs straddle 1.00)" if v["within_noise"] else ""
+    if v["pass"] is None:
+        return "n/a"
+    return ("meets" if v["pass"] else "**falls short**") + noise
+
+
+def memrow(name, s, n):
+    ratio = "n/a" if s is None or n is None or n <= 0 or s < 0 else r2(s / n)
+    return f"| {name} | {kb(s)} | {kb(n)} | {ratio} |"
+
+
+def row(*cells):
+    """A Markdown table row (an empty last cell is "| |")."""
+    text = "| " + " | ".join(cells) + " |"
+    return text[:-4] + "| |" if cells[-1] == "" else text
+
+
+def section_targets(res):
+    out = ["## Targets", "",
+           "ssdq should reach >= 1.00x nvme IOPS/bandwidth on every job, <= 1.00x its QD1 latency, and <= 1.00x its CPU per I/O and memory. The verdict uses the median of the pair (round-by-round) ratios; the ratio of the two medians can differ from it when rounds swing. \"pairs straddle 1.00\" means some rounds went one way and some the other: the difference is inside the noise.",
+           "",
+           "| job | metric | nvme (median) | ssdq (median) | ssdq/nvme (median of pair ratios) | pair ratios | ratio of medians | target | result |",
+           "|---|---|---:|---:|---:|---|---:|---|---|"]
+    for v in res["verdicts"]:
+        rom = r2(v["ssdq"] / v["nvme"]) if v["ssdq"] is not None and v["nvme"] else "n/a"
+        out.append(row(v["job"], mlabel(v["metric"]), fmt(v["nvme"]), fmt(v["ssdq"]),
+                       f"**{r2(v['ratio'])}**", ratios(v["ratios"]), rom,
+                       ">= 1.00" if v["better"] == "higher" else "<= 1.00", verdict(v)))
+    out.append("")
+    short = [v for v in res["verdicts"] if v["pass"] is False]
+    if not short:
+        out.append("**ssdq meets every target measured here.**")
+    else:
+        judged = sum(v["pass"] is not None for v in res["verdicts"])
+        out.append(f"**ssdq falls short on {len(short)} of {judged} targets:** "
+                   + "; ".join(f"{v['job']} {mlabel(v['metric'])} (x{r2(v['ratio'])})" for v in short) + ".")
+    na = [v for v in res["verdicts"] if v["pass"] is None]
+    if na:
+        out.append("Not measured: " + "; ".join(f"{v['job']} {mlabel(v['metric'])}" for v in na) + ".")
+    return out
+
+
+def section_throughput(res, have):
+    out = ["## Throughput and latency (medians)", "",
+           "| job | IOPS nvme | IOPS ssdq | ratio | MiB/s nvme | MiB/s ssdq | p50 us nvme | p50 us ssdq | ratio | p99 us nvme | p99 us ssdq | ratio |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in res["comparisons"]:
+        m = c["metrics"]
+        job = c["job"] + (" (poll_queues=1)" if c["section"] == "polled" else "")
+        out.append(row(job, fmt(m["iops"]["b"]), fmt(m["iops"]["a"]), r2(m["iops"]["ratio"]),
+                       fmt(m["mibs"]["b"]), fmt(m["mibs"]["a"]), fmt(m["p50_us"]["b"]),
+                       fmt(m["p50_us"]["a"]), r2(m["p50_us"]["ratio"]), fmt(m["p99_us"]["b"]),
+                       fmt(m["p99_us"]["a"]), r2(m["p99_us"]["ratio"])))
+    out += ["", "![IOPS per job](iops.png)" if have["iops"]
+            else "(no chart: gnuplot missing or no data)"]
+    out += ["", "## Cost per I/O (medians)", "",
+            "CPU = busy ticks of all vCPUs over the run window (/proc/stat, includes fio itself) divided by the I/Os the disk completed (diskstats). Interrupts count the device's I/O vectors in /proc/interrupts; doorbells and MSI-X messages are counted by QEMU itself (trace events), so they are the same measurement for both drivers. Lower is better for all.",
+            "",
+            "| job | CPU us/IO nvme | ssdq | ratio | kernel CPU us/IO nvme | ssdq | IRQ/IO nvme | ssdq | SQ db/IO nvme | ssdq | CQ db/IO nvme | ssdq |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in res["comparisons"]:
+        m = c["metrics"]
+        out.append(row(c["job"], fmt(m["cpu_us_per_io"]["b"]), fmt(m["cpu_us_per_io"]["a"]),
+                       r2(m["cpu_us_per_io"]["ratio"]), fmt(m["kcpu_us_per_io"]["b"]),
+                       fmt(m["kcpu_us_per_io"]["a"]), fmt(m["irq_per_io"]["b"]),
+                       fmt(m["irq_per_io"]["a"]), fmt(m["sqdb_per_io"]["b"]),
+                       fmt(m["sqdb_per_io"]["a"]), fmt(m["cqdb_per_io"]["b"]),
+                       fmt(m["cqdb_per_io"]["a"])))
+    return out
+
+
+def section_memory(res):
+    out = ["## Memory per driver", ""]
+    mm = res["memory"]
+    if mm is None:
+        return out + ["Not measured (no mem section)."]
+    g = res["guest"]
+    med = lambda s, k: None if s is None else s[k]["median"]  # noqa: E731
+    cs, cn = mm["controller"]["ssdq"], mm["controller"]["nvme"]
+    ms, mn = mm["module"]["ssdq"], mm["module"]["nvme"]
+    mb = mm["module_bytes"]
+
+    def drift(drv, k):
+        return ", ".join(jnum(c[k]) if c[k] is not None else "null"
+                         for c in mm["cycles"] if c["driver"] == drv)
+    out += [f"Measured in the same boot before any I/O, after one unmeasured load/unload of each module. Then, per driver and cycle ({q(g.get('mem_cycles'))} cycle(s), drivers alternating): unloaded, module loaded with its controller unbound, bound, unbound, unloaded; each state read from /proc/meminfo after sync and drop_caches. Module = (mean of the unloaded states) - (mean of the module-only states); one controller = (mean of the module-only states) - (bound state). Medians over cycles. The drift rows say how far the same state moved within a cycle: differences smaller than that are noise (page cache the drop cannot free, per-CPU slab caches, RCU-deferred frees).",
+            "",
+            "| | ssdq | nvme | ssdq/nvme |",
+            "|---|---:|---:|---:|",
+            row(f"module text+data (/proc/modules: {'+'.join(mm['module_names']['ssdq'])} vs {'+'.join(mm['module_names']['nvme'])})",
+                f"{jnum(jround(mb['ssdq'] / 1024))} kB" if mb["ssdq"] else "n/a",
+                f"{jnum(jround(mb['nvme'] / 1024))} kB" if mb["nvme"] else "n/a",
+                r2(mb["ssdq"] / mb["nvme"]) if mb["ssdq"] and mb["nvme"] else "n/a"),
+            memrow("module loaded: MemFree taken (median)", med(ms, "mem_taken_kb"), med(mn, "mem_taken_kb")),
+            memrow("**one controller bound: MemFree taken (median)**", med(cs, "mem_taken_kb"), med(cn, "mem_taken_kb")),
+            row("one controller: range over cycles",
+                f"{kb(cs and cs['mem_taken_kb']['min'])} .. {kb(cs and cs['mem_taken_kb']['max'])}",
+                f"{kb(cn and cn['mem_taken_kb']['min'])} .. {kb(cn and cn['mem_taken_kb']['max'])}", "")]
+    for k, what in (("slab_kb", "Slab"), ("sunreclaim_kb", "unreclaimable Slab"),
+                    ("percpu_kb", "Percpu"), ("vmalloc_kb", "vmalloc"),
+                    ("kernelstack_kb", "kernel stacks")):
+        out.append(memrow(f"one controller, of which {what}", med(cs, k), med(cn, k)))
+    out += [memrow("**module + one controller**",
+                   (med(ms, "mem_taken_kb") or 0) + (med(cs, "mem_taken_kb") or 0),
+                   (med(mn, "mem_taken_kb") or 0) + (med(cn, "mem_taken_kb") or 0)),
+            row("drift of the module-only state within a cycle (noise)",
+                drift("ssdq", "drift_controller_kb") + " kB",
+                drift("nvme", "drift_controller_kb") + " kB", ""),
+            row("drift of the unloaded state within a cycle (noise)",
+                drift("ssdq", "drift_module_kb") + " kB", drift("nvme", "drift_module_kb") + " kB", ""),
+            "",
+            "What is not Slab/Percpu/vmalloc/stacks is whole pages: the DMA-coherent SQ/CQ rings and PRP/SGL pools, blk-mq's request pages (depth x queues x (request + driver PDU)) and the gendisk/bdi. Both drivers run their defaults here (one I/O queue per vCPU, 1024 entries for ssdq; nvme sizes its own).",
+            "",
+            "\n\n".join(f"Largest slab growth on the first {s['driver']} bind: "
+                        + ", ".join(f"{x['cache']} {jnum(jround(x['bytes'] / 1024))} kB"
+                                    for x in s["slab_growth"]) + "."
+                        for s in res["memory_slab"] or [])]
+    return out
+
+
+def section_calibration(res):
+    out = ["## A/A check: nvme on both controllers", ""]
+    if not res["calibration"]:
+        return out + ["Not run (quick variant, or calib not in the sections)."]
+    out += ["Both controllers driven by the kernel's nvme, same job, same alternation. Any ratio away from 1.00 here is the two slots (and the noise), not a driver: read the ssdq/nvme ratios above against it.",
+            "",
+            "| job | metric | 00:04.0 (ssdq's slot) | 00:05.0 (nvme's slot) | ratio | pair ratios |",
+            "|---|---|---:|---:|---:|---|"]
+    for c in res["calibration"]:
+        for k in ("iops", "p50_us", "p99_us", "cpu_us_per_io"):
+            m = c["metrics"][k]
+            out.append(row(c["job"], mlabel(k), fmt(m["a"]), fmt(m["b"]), r2(m["ratio"]),
+                           ratios(m["ratios"])))
+    return out
+
+
+ABL_GROUPS = [
+    ("Doorbell batching (one SQ doorbell per plug batch vs per command)",
+     ["nvme", "default", "batching-off"], "batching"),
+    ("Shadow doorbells", ["nvme", "default", "shadow-off"], "shadow"),
+    ("Interrupt mode: direct, irqpoll, irqpoll with deferred re-arm",
+     ["nvme", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer"], "nterrupt mode"),
+]
+
+
+def abl_group(res, title, variants, match):
+    alias = aliases(res)
+    A = res["ablations"]
+    out = [f"### {title}", ""]
+    un = [n for n in res["notes"] if n.get("kind") == "unavailable" and match in n["what"]]
+    if un:
+        out += [f"Not available: {n['what']}: {n['why']}." for n in un] + [""]
+    have = sum(any(a["variant"] == alias.get(v, v) for a in A) for v in variants)
+    if have <= 1:
+        return out + ["No runs.", ""]
+    out += ["| QD | variant | IOPS | vs default | p50 us | p99 us | IRQ/IO | MSI-X/IO | SQ db/IO | CQ db/IO | CPU us/IO | cmds/batch |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [(v, alias.get(v, v), a["qd"]) for v in variants
+            for a in A if a["variant"] == alias.get(v, v)]
+    for v, s, qd in sorted(rows, key=lambda r: r[2]):
+        x = next(a for a in A if a["variant"] == s and a["qd"] == qd)
+        d = next((a["m"]["iops"] for a in A if a["variant"] == "default" and a["qd"] == qd), None)
+        m = x["m"]
+        out.append(row(str(qd), v + (f" (= {s})" if s != v else ""), fmt(m["iops"]),
+                       r2(m["iops"] / d) if d is not None and m["iops"] is not None else "n/a",
+                       fmt(m["p50_us"]), fmt(m["p99_us"]), fmt(m["irq_per_io"]),
+                       fmt(m["msix_per_io"]), fmt(m["sqdb_per_io"]), fmt(m["cqdb_per_io"]),
+                       fmt(m["cpu_us_per_io"]), fmt(m["cmds_per_batch"])))
+    return out + [""]
+
+
+def section_ablations(res, have):
+    g = res["guest"]
+    out = ["## Ablations of ssdq's techniques", "",
+           f"4k random read, one fio job pinned to one CPU, at each queue depth; medians over {q(g.get('abl_rounds'))} round(s), variant order rotated each round. \"vs default\" = variant IOPS / ssdq default IOPS at the same depth. nvme is the reference row. Doorbells and MSI-X are QEMU's counts; \"cmds/batch\" is ssdq's own counter (commands per ->queue_rqs plug list).",
+           ""]
+    for title, variants, match in ABL_GROUPS:
+        out += abl_group(res, title, variants, match)
+    if have["irq_per_io"]:
+        out += ["![interrupts per I/O](irq_per_io.png)", ""]
+    if have["sqdb_per_io"]:
+        out += ["![SQ doorbells per I/O](sqdb_per_io.png)", ""]
+    out += ["### Completion steering (ssdq with io_queues=1, fio on a CPU the interrupt does not arrive on)", ""]
+    un = [n for n in res["notes"] if n.get("kind") == "unavailable" and "steering" in n["what"]]
+    steer = [a for a in res["ablations"] if a["section"] == "steer"]
+    if un:
+        out += [f"Not available: {n['what']}: {n['why']}." for n in un]
+    elif not steer:
+        out.append("Not run.")
+    else:
+        out += ["| QD | mode | IOPS | p50 us | p99 us | IRQ/IO | remote completions/IO | steering IPIs/IO | CAL IPIs/IO | CPU us/IO |",
+                "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        order = {"steer-off": 0, "steer-ipi": 1, "steer-blk": 2}
+        for a in sorted(steer, key=lambda a: (a["qd"], order.get(a["variant"], 9))):
+            m = a["m"]
+            out.append(row(str(a["qd"]), a["variant"], fmt(m["iops"]), fmt(m["p50_us"]),
+                           fmt(m["p99_us"]), fmt(m["irq_per_io"]), fmt(m["remote_per_io"]),
+                           fmt(m["ipis_per_io"]), fmt(m["ipi_per_io"]), fmt(m["cpu_us_per_io"])))
+    return out
+
+
+def report(res, have):
+    h, g = res["host"], res["guest"]
+    un = [n for n in res["notes"] if n.get("kind") == "unavailable"]
+    out = ["# ssdq vs nvme: side-by-side benchmark", "",
+           "> **Read ratios, not absolute numbers.** This runs on QEMU TCG (software CPU emulation): absolute IOPS and latencies swing by tens of percent between boots and even between rounds of one boot, and say nothing about real hardware. Only the side-by-side ratios mean anything: both drivers ran in the same boot, on identical QEMU NVMe controllers, with the same fio options, alternately. Ratio = ssdq / nvme, computed round by round (pairs) and summarised by the median.",
+           "",
+           f"- started {q(h.get('started'))}, {'**quick** variant' if g.get('quick') else 'full run'}, status: guest {q(g.get('status'))}, VM {q(h.get('vm_status'))}",
+           f"- repo {q(h.get('git'))}, ssdq.ko sha256 {q(h.get('ssdq_ko_sha256'))} (params: {', '.join(g.get('ssdq_params') or [])})",
+           f"- guest kernel {q(g.get('guest_kernel'))}, {q(g.get('vcpus'))} vCPUs, accel {q(h.get('accel'))}, {q(h.get('qemu'))}, {q(g.get('fio'))}",
+           f"- main jobs: {q(g.get('runtime_s'))} s + {q(g.get('ramp_ms'))} ms ramp, {q(g.get('rounds'))} rounds (pair order flips each round); ablations: {q(g.get('abl_runtime_s'))} s x {q(g.get('abl_rounds'))} round(s) at QD {'/'.join(jnum(x) for x in g.get('abl_qds') or [])}; region {q(g.get('region'))} per disk, preconditioned",
+           f"- host: {q(h.get('host_cpus'))} CPUs ({q(h.get('host_cpu'))}), load {q(h.get('host_load_start'))} at start, {q(h.get('host_load_end'))} at end; {q(h.get('wall_s'))} s from start to VM exit, of which {q(h.get('lock_wait_s'))} s waiting for another VM to finish",
+           ""]
+    out += section_targets(res) + [""]
+    out += section_throughput(res, have) + [""]
+    out += section_memory(res) + [""]
+    out += section_calibration(res) + [""]
+    out += section_ablations(res, have) + [""]
+    out += ["## Not available in this ssdq build", ""]
+    out += [f"- {n['what']}: {n['why']}" for n in un] if un else \
+        ["Everything the bench knows how to measure was there."]
+    out += ["", "## Failed runs", ""]
+    out += [f"- {r['tag']}: status {jstr(r['rc'])} (fio/{r['tag']}.err)" for r in res["failed_runs"]] \
+        if res["failed_runs"] else ["None."]
+    out += ["", "## Method, in short", "",
+            f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0, the kernel's nvme drives 00:05.0; both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds with the pair order flipped each round; the table values are medians and the ratio is the median of the per-round ratios. The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
+    return "\n".join(out) + "\n"
+
+
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: bench-report.py RESULTS_DIR")
+    d = os.path.realpath(sys.argv[1])
+    if not any(os.path.exists(os.path.join(d, n)) and os.path.getsize(os.path.join(d, n))
+               for n in ("runs.jsonl", "mem.jsonl")):
+        sys.exit(f"bench-report: {d} has no runs.jsonl or mem.jsonl")
+    res = results(d)
+    write(os.path.join(d, "results.json"), json.dumps(res, indent=2) + "\n")
+    charts(d, res)
+    have = {c: os.path.exists(os.path.join(d, c + ".png"))
+            for c in ("iops", "irq_per_io", "sqdb_per_io")}
+    text = report(res, have)
+    write(os.path.join(d, "report.md"), text)
+    # A short summary for the terminal: the targets table.
+    lines = text.splitlines()
+    start = lines.index("## Targets")
+    end = lines.index("## Throughput and latency (medians)")
+    print("\n".join(lines[start:end]))
+
+
+if __name__ == "__main__":
+    main()
