@@ -5,6 +5,7 @@
  * Shared definitions of the driver's files, listed from the lowest layer up.
  * A file calls only into files above it in this list, never into one below
  * (scripts/layers.sh checks the object files):
+ *   trace.c    - the trace events (trace.h), which every file may emit
  *   attr.c     - parsing and showing the sysfs/debugfs switches
  *   params.c   - module parameters and their ranges
  *   fault.c    - fault injection: what the driver believes the device did
@@ -163,6 +164,24 @@ struct ssdq_steer_cpu {
 	u64 steered;			/* requests this CPU sent by IPI */
 };
 
+/* Who is reaping a queue right now; the trace events say so. */
+enum ssdq_reaper {
+	SSDQ_REAPER_IRQ,		/* the interrupt handler, direct mode */
+	SSDQ_REAPER_IRQPOLL,		/* an irq_poll round the handler began */
+	SSDQ_REAPER_TIMER,		/* ... the deferral timer began */
+	SSDQ_REAPER_POLL,		/* ->poll */
+	SSDQ_REAPER_RECOVERY,		/* a timeout, a reset, an admin wait */
+};
+
+/* The steps of timeout handling (recovery.c), as traced. */
+enum ssdq_timeout_step {
+	SSDQ_STEP_DEAD,			/* the controller is dead: fail */
+	SSDQ_STEP_FATAL,		/* CSTS.CFS: reset at once */
+	SSDQ_STEP_LOST_IRQ,		/* the CQE was there */
+	SSDQ_STEP_ABORT,		/* send an Abort (once) */
+	SSDQ_STEP_RESET,		/* reset the controller */
+};
+
 struct ssdq_queue;
 
 /*
@@ -200,6 +219,7 @@ struct ssdq_queue {
 	unsigned int defer_empty;	/* empty deferred rounds in a row */
 	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
 	bool in_irqpoll;		/* vector masked, irq_poll reaps */
+	u8 reaper;			/* enum ssdq_reaper, for tracing */
 	bool poll_queue;		/* no interrupt: HCTX_TYPE_POLL */
 	u16 qid;
 	u16 depth;

@@ -26,6 +26,7 @@
 #include <linux/dmapool.h>
 
 #include <ssdq/ssdq.h>
+#include "trace.h"
 
 #define SSDQ_PRPS_PER_PAGE	(SSDQ_CTRL_PAGE_SIZE / sizeof(__le64))
 
@@ -277,6 +278,7 @@ static blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 	sts = ssdq_setup_cmd(q->dev, req);
 	if (sts)
 		return sts;
+	trace_ssdq_submit(q, req);
 	blk_mq_start_request(req);
 	return BLK_STS_OK;
 }
@@ -391,6 +393,7 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 	}
 	iod = ssdq_iod(req);
 	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
+	trace_ssdq_cqe(q, cid, iod->nvme_status);
 	/* The block layer's fail_io_timeout: pretend the CQE never came. */
 	if (blk_should_fake_timeout(req->q))
 		return;

@@ -30,6 +30,7 @@
 #include <linux/pci.h>
 
 #include <ssdq/ssdq.h>
+#include "trace.h"
 
 #define SSDQ_IRQ_MAX_BUDGET	1024
 #define SSDQ_IRQ_MAX_DEFER_US	10000
@@ -60,6 +61,8 @@ static void ssdq_irqpoll_start(struct ssdq_queue *q)
 		return;
 	disable_irq_nosync(q->irqnr);
 	q->in_irqpoll = true;
+	q->reaper = SSDQ_REAPER_IRQPOLL;
+	trace_ssdq_irqpoll_mask(q);
 	irq_poll_sched(&q->iop);
 }
 
@@ -83,6 +86,7 @@ static irqreturn_t ssdq_irq(int irq, void *data)
 		ssdq_irqpoll_start(q);
 		found = 1;
 	} else {
+		q->reaper = SSDQ_REAPER_IRQ;
 		found = ssdq_queue_reap(q, INT_MAX, NULL);
 		q->irq.completions += found;
 	}
@@ -97,6 +101,7 @@ static enum hrtimer_restart ssdq_defer_timer(struct hrtimer *timer)
 					    defer_timer);
 
 	q->irq.deferred++;
+	q->reaper = SSDQ_REAPER_TIMER;
 	irq_poll_sched(&q->iop);
 	return HRTIMER_NORESTART;
 }
@@ -138,10 +143,14 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 	q->irq.completions += found;
 	if (found >= budget) {
 		q->irq.budget_exhausted++;
+		trace_ssdq_irqpoll_round(q, found, budget, "again");
 		return budget;		/* irq_poll keeps us scheduled */
 	}
-	if (ssdq_irqpoll_defer(q, found))
+	if (ssdq_irqpoll_defer(q, found)) {
+		trace_ssdq_irqpoll_round(q, found, budget, "defer");
 		return found;
+	}
+	trace_ssdq_irqpoll_round(q, found, budget, "unmask");
 
 	spin_lock_irqsave(&q->irq_lock, flags);
 	irq_poll_complete(iop);
@@ -250,6 +259,7 @@ int ssdq_queue_reap_alone(struct ssdq_queue *q)
 	if (q->poll_queue)
 		return ssdq_poll_reap_alone(q);
 	ssdq_irq_quiesce(q);
+	q->reaper = SSDQ_REAPER_RECOVERY;
 	found = ssdq_queue_reap(q, INT_MAX, NULL);
 	ssdq_irq_unquiesce(q);
 	return found;

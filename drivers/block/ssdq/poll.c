@@ -47,6 +47,7 @@ int ssdq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 	if (!ssdq_cq_pending(q))
 		return 0;
 	spin_lock(&q->cq_poll_lock);
+	q->reaper = SSDQ_REAPER_POLL;
 	found = ssdq_queue_reap(q, INT_MAX, iob);
 	q->irq.polled += found;
 	spin_unlock(&q->cq_poll_lock);
@@ -59,6 +60,7 @@ int ssdq_poll_reap_alone(struct ssdq_queue *q)
 	int found;
 
 	spin_lock(&q->cq_poll_lock);
+	q->reaper = SSDQ_REAPER_RECOVERY;
 	found = ssdq_queue_reap(q, INT_MAX, NULL);
 	spin_unlock(&q->cq_poll_lock);
 	return found;

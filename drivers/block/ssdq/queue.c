@@ -18,6 +18,7 @@
 #include <linux/io.h>
 
 #include <ssdq/ssdq.h>
+#include "trace.h"
 
 static size_t ssdq_sq_bytes(u16 depth)
 {
@@ -149,16 +150,18 @@ static bool ssdq_dbbuf_publish(__le32 *db, __le32 *ei, u16 value)
  * Tell the controller a new SQ tail or CQ head. While a shadow buffer is
  * configured the controller reads it, so it is always kept current; the
  * switch only decides whether its event index may spare the MMIO write.
- * The admin queue always takes the MMIO write, as the spec asks.
+ * The admin queue always takes the MMIO write, as the spec asks. Returns
+ * whether it took one.
  */
-static void ssdq_ring(struct ssdq_queue *q, u32 __iomem *db, __le32 *shadow,
+static bool ssdq_ring(struct ssdq_queue *q, u32 __iomem *db, __le32 *shadow,
 		      __le32 *ei, u16 value, u64 *mmio)
 {
 	if (shadow && !ssdq_dbbuf_publish(shadow, ei, value) && q->qid &&
 	    READ_ONCE(q->dev->shadow_doorbells))
-		return;
+		return false;
 	writel(value, db);
 	(*mmio)++;
+	return true;
 }
 
 /* Caller holds q->sq_lock. */
@@ -173,10 +176,13 @@ void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 /* Caller holds q->sq_lock. Publishes every command copied so far. */
 void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
 {
+	bool mmio;
+
 	if (q->sq_tail == q->last_sq_tail)
 		return;
-	ssdq_ring(q, q->sq_db, q->dbbuf_sq_db, q->dbbuf_sq_ei, q->sq_tail,
-		  &q->plug.sq_db_mmio);
+	mmio = ssdq_ring(q, q->sq_db, q->dbbuf_sq_db, q->dbbuf_sq_ei,
+			 q->sq_tail, &q->plug.sq_db_mmio);
+	trace_ssdq_sq_doorbell(q, q->last_sq_tail, mmio);
 	q->plug.sq_db_updates++;
 	q->last_sq_tail = q->sq_tail;
 }

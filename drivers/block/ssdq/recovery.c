@@ -39,6 +39,7 @@
 #include <linux/seq_file.h>
 
 #include <ssdq/ssdq.h>
+#include "trace.h"
 
 #define SSDQ_MAX_RETRIES	5
 
@@ -100,10 +101,12 @@ static void ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
 		struct ssdq_queue *q = &dev->queues[qid];
 
-		if (q->poll_queue)
+		if (q->poll_queue) {
 			ssdq_poll_reap_alone(q);
-		else
+		} else {
+			q->reaper = SSDQ_REAPER_RECOVERY;
 			ssdq_queue_reap(q, INT_MAX, NULL);
+		}
 	}
 	ssdq_fault_release_delayed(dev);
 	blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_cancel_rq, dev);
@@ -147,8 +150,11 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
  * back with the same queues and run the requests it took back. A controller
  * that does not come back is failed.
  */
-static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start)
+static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
+			       const char *why)
 {
+	s64 ms;
+
 	int ret = -ENODEV;
 
 	lockdep_assert_held(&dev->recovery_lock);
@@ -163,9 +169,10 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start)
 	}
 	blk_mq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
+	ms = ktime_ms_delta(ktime_get(), start);
+	trace_ssdq_reset(dev, why, ret, ms);
 	if (!ret)
-		dev_info(&dev->pdev->dev, "reset done in %lld ms\n",
-			 ktime_ms_delta(ktime_get(), start));
+		dev_info(&dev->pdev->dev, "reset done in %lld ms\n", ms);
 	return ret;
 }
 
@@ -179,7 +186,7 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
 	atomic64_inc(&dev->recovery.resets);
 	ssdq_take_back(dev, false);
-	return ssdq_restart_locked(dev, start);
+	return ssdq_restart_locked(dev, start, why);
 }
 
 /*
@@ -206,7 +213,7 @@ void ssdq_pci_reset_done(struct ssdq_dev *dev)
 {
 	lockdep_assert_held(&dev->recovery_lock);
 	if (dev->pci_reset_stopped)
-		ssdq_restart_locked(dev, dev->pci_reset_start);
+		ssdq_restart_locked(dev, dev->pci_reset_start, "PCI reset");
 	dev->pci_reset_stopped = false;
 	mutex_unlock(&dev->recovery_lock);
 }
@@ -267,6 +274,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	atomic64_inc(&dev->recovery.timeouts);
 	mutex_lock(&dev->recovery_lock);
 	if (ssdq_dead(dev)) {
+		trace_ssdq_timeout_step(q, req, SSDQ_STEP_DEAD);
 		ssdq_cancel_rq(req, NULL);
 		goto out;
 	}
@@ -282,6 +290,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 
 	/* 0. Nothing but a reset helps a controller in fatal status. */
 	if (ssdq_ctrl_fatal(dev)) {
+		trace_ssdq_timeout_step(q, req, SSDQ_STEP_FATAL);
 		atomic64_inc(&dev->recovery.fatal_status);
 		ssdq_reset_locked(dev, "controller fatal status");
 		ssdq_note_recovery(dev, issued);
@@ -291,6 +300,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	/* 1. Lost interrupt? */
 	ssdq_queue_reap_alone(q);
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT) {
+		trace_ssdq_timeout_step(q, req, SSDQ_STEP_LOST_IRQ);
 		atomic64_inc(&dev->recovery.lost_interrupts);
 		ssdq_note_recovery(dev, issued);
 		dev_warn_ratelimited(&dev->pdev->dev,
@@ -304,6 +314,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 		 q->qid, req->tag, blk_op_str(req_op(req)));
 	if (!iod->aborted) {
 		iod->aborted = true;
+		trace_ssdq_timeout_step(q, req, SSDQ_STEP_ABORT);
 		if (!ssdq_abort(q, req)) {
 			ret = BLK_EH_RESET_TIMER;
 			goto out;
@@ -311,6 +322,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	}
 
 	/* 3. Reset: the request is requeued (or failed) by it. */
+	trace_ssdq_timeout_step(q, req, SSDQ_STEP_RESET);
 	ssdq_reset_locked(dev, "command timeout");
 	ssdq_note_recovery(dev, issued);
 out:

@@ -27,6 +27,7 @@
 #include <linux/smp.h>
 
 #include <ssdq/ssdq.h>
+#include "trace.h"
 
 static const char * const ssdq_steer_names[] = {
 	[SSDQ_STEER_OFF]	= "off",
@@ -41,12 +42,15 @@ static void ssdq_steer_ipi(void *data)
 	struct ssdq_steer_cpu *sc = data;
 	struct llist_node *list = llist_del_all(&sc->list);
 	struct ssdq_iod *iod, *next;
+	unsigned int n = 0;
 
 	llist_for_each_entry_safe(iod, next, list, steer_node) {
 		struct request *req = blk_mq_rq_from_pdu(iod);
 
 		req->q->mq_ops->complete(req);
+		n++;
 	}
+	trace_ssdq_steer_ipi(n);
 }
 
 int ssdq_steer_init(struct ssdq_dev *dev)
@@ -113,6 +117,7 @@ bool ssdq_steer_away(struct ssdq_queue *q, struct request *req)
 		if (cpu == raw_smp_processor_id() || !cpu_online(cpu))
 			return false;
 		/* Marked complete by the reaper: a reset leaves it to the IPI. */
+		trace_ssdq_steer(q, req, cpu);
 		llist_add(&ssdq_iod(req)->steer_node,
 			  &per_cpu_ptr(dev->steer, cpu)->list);
 		cpumask_set_cpu(cpu, q->steer_pending);
