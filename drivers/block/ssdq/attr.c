@@ -4,7 +4,8 @@
  * technique's sysfs switch (struct ssdq_attr), the parsing the debugfs
  * fault knobs share with them, and the per-queue counter tables. A bad write
  * is refused with -EINVAL and one dmesg line naming the file and what it
- * takes, so every switch says the same thing the same way.
+ * takes, so every switch says the same thing the same way; rate-limited, so
+ * a script writing in a loop cannot flood the log.
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -28,9 +29,10 @@ int ssdq_parse_uint(struct device *d, const char *name, const char *buf,
 {
 	if (kstrtouint(buf, 0, val) || *val < min || *val > max) {
 		if (min == max)
-			dev_err(d, "%s takes %u\n", name, min);
+			dev_err_ratelimited(d, "%s takes %u\n", name, min);
 		else
-			dev_err(d, "%s takes %u-%u\n", name, min, max);
+			dev_err_ratelimited(d, "%s takes %u-%u\n", name, min,
+					    max);
 		return -EINVAL;
 	}
 	return 0;
@@ -42,7 +44,7 @@ static int ssdq_parse_bool(struct device *d, const struct ssdq_attr *a,
 	bool on;
 
 	if (kstrtobool(buf, &on)) {
-		dev_err(d, "%s takes 0 or 1\n", a->path);
+		dev_err_ratelimited(d, "%s takes 0 or 1\n", a->path);
 		return -EINVAL;
 	}
 	*val = on;
@@ -67,7 +69,7 @@ static int ssdq_parse_choice(struct device *d, const struct ssdq_attr *a,
 		len += scnprintf(allowed + len, sizeof(allowed) - len, "%s%s",
 				 !i ? "" : !a->names[i + 1] ? " or " : ", ",
 				 a->names[i]);
-	dev_err(d, "%s takes %s\n", a->path, allowed);
+	dev_err_ratelimited(d, "%s takes %s\n", a->path, allowed);
 	return -EINVAL;
 }
 

@@ -46,8 +46,8 @@ void ssdq_plug_account_batch(struct ssdq_queue *q, unsigned int n)
 static int ssdq_plug_set_shadow(struct ssdq_dev *dev, unsigned int on)
 {
 	if (on && !dev->dbbuf_dbs) {
-		dev_err(disk_to_dev(dev->disk),
-			"plugging/shadow_doorbells: the controller has none, only 0 is allowed\n");
+		dev_err_ratelimited(disk_to_dev(dev->disk),
+				    "plugging/shadow_doorbells: the controller has none, only 0 is allowed\n");
 		return -EINVAL;
 	}
 	WRITE_ONCE(dev->shadow_doorbells, on);
