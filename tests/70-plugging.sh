@@ -1,7 +1,8 @@
 #!/bin/bash
 # plugging: a plug list reaches ssdq as a batch and costs one SQ doorbell;
-# shadow doorbells spare MMIO writes; ssdq's counters agree with the doorbell
-# writes QEMU saw (trace pci_nvme_mmio_doorbell_sq); fio verify passes in
+# shadow doorbells spare MMIO writes; ssdq's counters and its trace events
+# (ssdq:ssdq_sq_doorbell) agree with the doorbell writes QEMU saw (trace
+# pci_nvme_mmio_doorbell_sq); fio verify passes in
 # every combination and while the switches flip under load.
 # timeout: 600
 set -euo pipefail
@@ -46,13 +47,25 @@ batch_job() { # tag
 		--iodepth_batch_complete_min=16 --number_ios=$NR_IOS
 }
 
+# The ssdq_sq_doorbell events of the I/O queues in FILE: "events mmio
+# commands" (commands: the sum of their batch sizes).
+doorbell_events() { # file
+	awk '/ ssdq_sq_doorbell: / && !/ q0 / { n++; if ($NF == "mmio") m++
+		for (i = 1; i <= NF; i++) if ($i ~ /^batch=/) c += substr($i, 7) }
+		END { print n + 0, m + 0, c + 0 }' "$1"
+}
+
 # Run the job in one switch setting; sets SUB UPD MMIO TRC BATCHES MAXB.
+# Three witnesses count the doorbells: ssdq's counters, its trace events
+# (when the kernel has tracefs) and QEMU's own trace.
 measure() { # tag batching shadow
-	local a b t0
+	local a b t0 ev
 	set_switches "$2" "$3"
 	read -ra a <<<"$(plug_counters)"
 	t0=$(trace_sq_doorbells)
+	if ((EVENTS)); then trace_start ssdq_sq_doorbell; fi
 	batch_job "$1"
+	if ((EVENTS)); then trace_stop "$T_DIR/events-$1.txt"; fi
 	read -ra b <<<"$(plug_counters)"
 	SUB=$((b[0] - a[0])) UPD=$((b[1] - a[1])) MMIO=$((b[2] - a[2]))
 	BATCHES=$((b[3] - a[3])) MAXB=${b[4]}
@@ -61,8 +74,21 @@ measure() { # tag batching shadow
 		"batches=$BATCHES ratio=$(awk -v m="$MMIO" -v s="$SUB" 'BEGIN { printf "%.4f", m / s }')"
 	((SUB >= NR_IOS)) || fail "$1: only $SUB commands counted for $NR_IOS I/Os"
 	assert_eq "$1: driver's MMIO doorbell count = QEMU's" "$MMIO" "$TRC"
+	if ((EVENTS)); then
+		read -ra ev <<<"$(doorbell_events "$T_DIR/events-$1.txt")"
+		assert_eq "$1: ssdq_sq_doorbell events = doorbell updates" "${ev[0]}" "$UPD"
+		assert_eq "$1: events marked mmio = QEMU's doorbell writes" "${ev[1]}" "$TRC"
+		assert_eq "$1: commands in the events' batches = commands" "${ev[2]}" "$SUB"
+	fi
 	echo "$1 $SUB $UPD $MMIO $TRC" >>"$T_DIR/doorbells.txt"
 }
+
+EVENTS=0
+if [[ $DUT == ssdq ]] && have_trace_events; then
+	EVENTS=1
+else
+	log "no tracefs in this kernel: doorbells counted by ssdq and QEMU only"
+fi
 
 if [[ $DUT == nvme ]]; then
 	# The kernel's nvme has no switches; measure it from the device side

@@ -24,6 +24,22 @@ FAULT=$DBG/fault
 allow_dmesg 'resetting the controller|timed out|completed without an interrupt|not in flight, ignored|reset done'
 
 rec() { kv_get "$DBG/recovery" "$1"; }
+
+# The timeout steps and resets, as ssdq's trace events tell them (when the
+# kernel has tracefs): a second witness beside the counters.
+EVENTS=0
+if have_trace_events; then
+	EVENTS=1
+else
+	log "no tracefs in this kernel: recovery checked by its counters only"
+fi
+events_start() { if ((EVENTS)); then trace_start ssdq_timeout_step ssdq_reset; fi; }
+events_stop() { if ((EVENTS)); then trace_stop "$T_DIR/events-$1.txt"; fi; }
+# How many recorded events match PATTERN (0 without tracefs: callers check
+# EVENTS first).
+events_count() { # tag pattern
+	grep -c -- "$2" "$T_DIR/events-$1.txt" || true
+}
 injected() { kv_get "$FAULT/injected" "$1"; }
 
 # fio verify job on its own region: random writes of mixed sizes, then a
@@ -49,23 +65,45 @@ assert_recovery_time() { # what
 # (QEMU 7.2 never aborts) -> reset -> the requests run again.
 r0=$(rec resets) a0=$(rec aborts)
 echo 3 >"$FAULT/drop_completions"
+events_start
 verify_load lost-completions 16 $((16 * MiB))
+events_stop lost-completions
 assert_eq "dropped completions" "$(injected dropped_completions)" 3
 assert_eq "drop_completions left armed" "$(cat "$FAULT/drop_completions")" 0
 assert_gt "resets after lost completions" "$(($(rec resets) - r0))" 0
 assert_gt "aborts sent" "$(($(rec aborts) - a0))" 0
 assert_gt "requests run again" "$(rec requeued)" 0
 assert_recovery_time "lost completions"
+if ((EVENTS)); then
+	f=$T_DIR/events-lost-completions.txt
+	assert_eq "abort step events = aborts sent" \
+		"$(events_count lost-completions 'step=abort')" "$(($(rec aborts) - a0))"
+	assert_eq "reset step events + ssdq_reset events = 2 x resets" \
+		"$(($(events_count lost-completions 'step=reset') + $(events_count lost-completions 'why="command timeout" ret=0')))" \
+		"$((2 * ($(rec resets) - r0)))"
+	# In order: the first timed-out request was aborted, then reset.
+	order=$(grep -oE 'step=[a-z_]+|ssdq_reset:' "$f" | head -n3 | tr '\n' ' ')
+	[[ $order == "step=abort step=reset ssdq_reset: " ]] ||
+		fail "lost completions: timeout steps in the wrong order: $order"
+	ok "lost completions: events in order: $order"
+fi
 
 # --- lost interrupts: at QD1 each dropped interrupt strands its CQE until
 # the timeout's CQ poll finds it; no reset is needed.
 r0=$(rec resets) l0=$(rec lost_interrupts)
 echo 3 >"$FAULT/drop_irqs"
+events_start
 verify_load lost-irqs 1 $((2 * MiB))
+events_stop lost-irqs
 assert_eq "dropped interrupts" "$(injected dropped_irqs)" 3
 assert_eq "lost interrupts found by the timeout" "$(($(rec lost_interrupts) - l0))" 3
 assert_eq "resets for lost interrupts" "$(($(rec resets) - r0))" 0
 assert_recovery_time "lost interrupts"
+if ((EVENTS)); then
+	assert_eq "lost_interrupt step events" "$(events_count lost-irqs 'step=lost_interrupt')" 3
+	assert_eq "other timeout steps or resets" \
+		"$(events_count lost-irqs 'step=abort\|step=reset\|ssdq_reset:')" 0
+fi
 
 # --- delayed completions, shorter than io_timeout: slower, nothing else.
 t0=$(rec timeouts)
@@ -107,9 +145,15 @@ rm -f "$T_DIR/stop"
 	touch "$T_DIR/resets-done"
 ) &
 rpid=$!
+events_start
 verify_load sysfs-reset 16 $((48 * MiB))
 wait "$rpid" || fail "a sysfs reset write failed"
+events_stop sysfs-reset
 assert_eq "sysfs resets" "$(($(rec resets) - r0))" 3
+if ((EVENTS)); then
+	assert_eq "ssdq_reset events, through sysfs, done" \
+		"$(events_count sysfs-reset 'why="requested through sysfs" ret=0')" 3
+fi
 assert_eq "controller alive" "$(rec dead)" 0
 
 # --- bad input is refused with one line naming what is allowed.

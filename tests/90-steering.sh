@@ -43,17 +43,52 @@ pinned_load() { # tag
 	done
 }
 
+# ssdq's trace events as a second witness (kernels with tracefs): where
+# each steered request went, against where the block layer allocated it
+# (block:block_getrq runs on the CPU whose software queue the request is
+# of, the CPU ssdq steers to).
+EVENTS=0
+if have_trace_events; then
+	EVENTS=1
+else
+	log "no tracefs in this kernel: steering counted by ssdq's counters only"
+fi
+# "steered wrong_cpu same_cpu ipi_requests" from the events in FILE.
+steer_events() { # file
+	awk -v d="$(tr : , <"/sys/block/$DISK/dev")" '
+		function cpu() { return substr($0, index($0, "[") + 1, 3) + 0 }
+		/ block_getrq: / { split($0, f, "block_getrq: "); split(f[2], w, " ")
+			if (w[1] == d) last[w[3]] = cpu() }
+		/ ssdq_steer: / { n++
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^sector=/) s = substr($i, 8)
+				if ($i ~ /^cpu[0-9]+->cpu[0-9]+$/) { split($i, c, "->"); fr = substr(c[1], 4); to = substr(c[2], 4) }
+			}
+			if (!(s in last) || last[s] != to) bad++
+			if (fr == to) same++ }
+		/ ssdq_steer_ipi: / { for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) r += substr($i, 10) }
+		END { print n + 0, bad + 0, same + 0, r + 0 }' "$1"
+}
+
 # Runs the pinned load in a mode; sets LOCAL REMOTE IPIS REQS (deltas).
 measure() { # mode
-	local l0 r0 i0 q0
+	local l0 r0 i0 q0 ev
 	echo "$1" >"$MODE"
 	l0=$(stat_of local) r0=$(stat_of remote) i0=$(stat_of ipis) q0=$(stat_of ipi_requests)
+	if ((EVENTS)); then trace_start ssdq_steer ssdq_steer_ipi block/block_getrq; fi
 	pinned_load "$1"
+	if ((EVENTS)); then trace_stop "$T_DIR/events-$1.txt"; fi
 	LOCAL=$(($(stat_of local) - l0)) REMOTE=$(($(stat_of remote) - r0))
 	IPIS=$(($(stat_of ipis) - i0)) REQS=$(($(stat_of ipi_requests) - q0))
 	log "$1: local=$LOCAL remote=$REMOTE ipis=$IPIS requests_by_ipi=$REQS"
 	# Reads of neighbouring blocks in one batch may merge into one request.
 	assert_gt "$1: completions counted" "$((LOCAL + REMOTE))" $((2 * NIOS - 100))
+	((EVENTS)) || return 0
+	read -ra ev <<<"$(steer_events "$T_DIR/events-$1.txt")"
+	assert_eq "$1: ssdq_steer events = requests sent by IPI" "${ev[0]}" "$REQS"
+	assert_eq "$1: requests the IPIs completed (ssdq_steer_ipi)" "${ev[3]}" "$REQS"
+	assert_eq "$1: steered to another CPU than the block layer's" "${ev[1]}" 0
+	assert_eq "$1: steered to the CPU it was reaped on" "${ev[2]}" 0
 }
 
 measure off
@@ -61,6 +96,7 @@ assert_gt "off: completions on another CPU" "$REMOTE" 0
 
 measure ipi
 assert_eq "ipi: completions on another CPU" "$REMOTE" 0
+((EVENTS == 0 || REQS > 0)) || fail "ipi: no request steered, the events check nothing"
 assert_gt "ipi: IPIs sent" "$IPIS" 0
 ((REQS > IPIS)) || fail "ipi: $REQS requests in $IPIS IPIs, want more than one per IPI"
 ok "ipi: $(awk -v r="$REQS" -v i="$IPIS" 'BEGIN { printf "%.1f", r / i }') requests per IPI"

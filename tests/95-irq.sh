@@ -26,10 +26,26 @@ assert_eq "queue/io_poll with a poll queue" "$(sysq io_poll)" 1
 NQ=$(($(wc -l <"$STATS") - 2))
 poll_qid=$((NQ))
 
-# Sums over the interrupt-driven I/O queues: interrupts completions.
+# Sums over the interrupt-driven I/O queues: interrupts completions rounds.
 irq_counts() {
-	awk -v p="$poll_qid" 'NR > 2 && $1 != p { i += $2; c += $3 }
-		END { print i + 0, c + 0 }' "$STATS"
+	awk -v p="$poll_qid" 'NR > 2 && $1 != p { i += $2; c += $3; r += $4 }
+		END { print i + 0, c + 0, r + 0 }' "$STATS"
+}
+
+# ssdq's trace events as a second witness (kernels with tracefs): each
+# CQE's reaper, each irq_poll round.
+EVENTS=0
+if [[ $DUT == ssdq ]] && have_trace_events; then
+	EVENTS=1
+else
+	log "no tracefs in this kernel: reapers counted by ssdq's counters only"
+fi
+# "cqes by_irq by_irqpoll by_timer rounds" of the interrupt-driven queues.
+reaper_events() { # file
+	awk -v q="q$poll_qid" '$0 ~ / ssdq_cqe: / && $0 !~ (" " q " ") { n++
+			for (i = 1; i <= NF; i++) if ($i ~ /^by=/) by[substr($i, 4)]++ }
+		/ ssdq_irqpoll_round: / { r++ }
+		END { print n + 0, by["irq"] + 0, by["irqpoll"] + 0, by["timer"] + 0, r + 0 }' "$1"
 }
 
 load() { # tag qd [more fio args]
@@ -46,12 +62,25 @@ measure() { # mode defer_us qd
 	echo "$1" >"$IRQ/mode"
 	echo "$2" >"$IRQ/defer_us"
 	read -ra a <<<"$(irq_counts)"
+	if ((EVENTS)); then trace_start ssdq_cqe ssdq_irqpoll_round; fi
 	load "$1-$2-qd$3" "$3"
+	if ((EVENTS)); then trace_stop "$T_DIR/events-$1-$2-qd$3.txt"; fi
 	read -ra b <<<"$(irq_counts)"
-	local ints=$((b[0] - a[0])) comps=$((b[1] - a[1]))
+	local ints=$((b[0] - a[0])) comps=$((b[1] - a[1])) rounds=$((b[2] - a[2])) ev
 	((comps >= 3000)) || fail "$1: only $comps completions counted for 3000 I/Os"
 	PER=$((ints * 1000 / comps))
 	log "$1 defer_us=$2 QD$3 x2: $ints interrupts for $comps completions (0.$(printf %03d $PER) each)"
+	((EVENTS)) || return 0
+	read -ra ev <<<"$(reaper_events "$T_DIR/events-$1-$2-qd$3.txt")"
+	log "$1: ssdq_cqe events by irq ${ev[1]}, irqpoll ${ev[2]}, timer ${ev[3]}; ${ev[4]} irq_poll rounds"
+	assert_eq "$1: ssdq_cqe events = completions counted" "${ev[0]}" "$comps"
+	assert_eq "$1: irq_poll round events = rounds counted" "${ev[4]}" "$rounds"
+	if [[ $1 == direct ]]; then
+		assert_eq "direct: CQEs reaped by the handler" "${ev[1]}" "$comps"
+	else
+		assert_eq "$1: CQEs reaped by the handler" "${ev[1]}" 0
+		((${ev[3]} > 0 || $2 == 0)) || fail "$1 with defer_us=$2: no CQE reaped by a deferred round"
+	fi
 }
 
 # Pick the moderate load: the deepest of 4, 2, 1 where direct still takes

@@ -311,6 +311,48 @@ run_fio() {
 	fi
 }
 
+# ------------------------------------------------------ trace events
+
+# ssdq's trace events (drivers/block/ssdq/trace.h), read through tracefs:
+# a second witness beside the counters. Debian's kernel has tracefs; the
+# debug lane's kernel is built without ftrace, and there (only there) the
+# tests skip what they would assert from events.
+TRACEFS=/sys/kernel/tracing
+have_trace_events() {
+	[[ -e $TRACEFS/trace ]] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null || true
+	[[ -e $TRACEFS/trace ]] || return 1
+	[[ $DUT != ssdq || -d $TRACEFS/events/ssdq ]] ||
+		fail "the kernel has tracefs but no ssdq events ($TRACEFS/events/ssdq)"
+}
+
+# Record the named ssdq events (or SYSTEM/EVENT) from now on, in an empty
+# buffer.
+trace_start() { # event...
+	local e
+	echo 0 >"$TRACEFS/tracing_on"
+	echo 0 >"$TRACEFS/events/enable"
+	echo 8192 >"$TRACEFS/buffer_size_kb"
+	: >"$TRACEFS/trace"
+	for e; do
+		[[ $e == */* ]] || e=ssdq/$e # block/block_getrq: another system's
+		echo 1 >"$TRACEFS/events/$e/enable" || fail "cannot enable trace event $e"
+	done
+	echo 1 >"$TRACEFS/tracing_on"
+}
+
+# Stop, and keep what was recorded in FILE; every event written must be in
+# it (a full buffer would lose some and make the counts meaningless).
+trace_stop() { # file
+	local hdr
+	echo 0 >"$TRACEFS/tracing_on"
+	echo 0 >"$TRACEFS/events/enable"
+	cat "$TRACEFS/trace" >"$1"
+	hdr=$(grep -m1 'entries-in-buffer/entries-written' "$1") || fail "no trace header in $1"
+	[[ $hdr =~ ([0-9]+)/([0-9]+) ]] || fail "unreadable trace header: $hdr"
+	[[ ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] ||
+		fail "trace buffer lost events: $hdr"
+}
+
 # ------------------------------------------------------ kernel checkers
 #
 # What fails a test whatever the test itself asserted (run-guest.sh applies
