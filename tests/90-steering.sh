@@ -27,12 +27,14 @@ NIOS=$((6000 / IO_DIV)) # per pinned reader
 # and reaps 8 at a time, so its commands reach the device together and
 # their completions share a reap, the unit an IPI batches. Submitted one at
 # a time they made about 2 requests per IPI on the debug kernel, too near
-# the bound of 1 asserted below; in eights, 9-10.
+# the bound of 1 asserted below; in eights, 9-10. Each reads its own 64 MiB,
+# so a sector names its reader (the trace events are matched by sector).
 pinned_load() { # tag
 	local cpu pids=()
 	for cpu in 0 1; do
 		taskset -c "$cpu" fio --name="$1-$cpu" --filename="$DEV" --direct=1 \
-			--ioengine=io_uring --rw=randread --bs=4k --size=128m \
+			--ioengine=io_uring --rw=randread --bs=4k \
+			--offset=$((cpu * 64))m --size=64m \
 			--iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=8 \
 			--number_ios="$NIOS" --output-format=terse \
 			--output="$T_DIR/$1-$cpu.out" &
