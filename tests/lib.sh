@@ -314,9 +314,10 @@ run_fio() {
 # ------------------------------------------------------ trace events
 
 # ssdq's trace events (drivers/block/ssdq/trace.h), read through tracefs:
-# a second witness beside the counters. Debian's kernel has tracefs; the
-# debug lane's kernel is built without ftrace, and there (only there) the
-# tests skip what they would assert from events.
+# a second witness beside the counters. Both lanes' kernels have event
+# tracing (the debug kernel has no function tracer, but keeps events); on
+# a kernel without tracefs the tests skip what they would assert from
+# events, with a log line.
 TRACEFS=/sys/kernel/tracing
 have_trace_events() {
 	[[ -e $TRACEFS/trace ]] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null || true
