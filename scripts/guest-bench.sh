@@ -31,10 +31,31 @@ bench() { # label dev
 		"\n  errors      \([.jobs[].error] | add)"' "$json"
 }
 
+# ssdq's live view beside fio: one line per queue per second.
+stat_pid=
+stat_start() {
+	[[ $DUT == ssdq ]] || return 0
+	"$SSDQ_REPO/scripts/ssdq-stat" -i 1 -n "$rt" "$DISK" >"$SSDQ_OUT/stat.txt" 2>&1 &
+	stat_pid=$!
+}
+stat_show() {
+	[[ -n $stat_pid ]] || return 0
+	wait "$stat_pid" || true
+	echo "ssdq-stat during the run ($SSDQ_OUT/stat.txt), its busiest second:"
+	# Blocks start with the disk's name; the busiest has the most I/O
+	# commands per second (queues 1 and up).
+	awk -v d="$DISK" 'index($0, d " ") == 1 { n = 0; c = 0 }
+		{ b[++n] = $0 } $1 ~ /^[1-9][0-9]*$/ { c += $2 }
+		/^steered/ && c >= best { best = c; m = n; for (i = 1; i <= n; i++) keep[i] = b[i] }
+		END { for (i = 1; i <= m; i++) print "  " keep[i] }' "$SSDQ_OUT/stat.txt"
+}
+
 {
 	dut_load
 	echo "fio: ${jobs} jobs x QD${qd}, ${rt} s, on $(nproc) vCPUs (QEMU TCG: compare ratios only)"
+	stat_start
 	bench "$DUT_MOD" "$DEV"
+	stat_show
 	if [[ ${SSDQ_RUN_REF:-0} == 1 ]]; then
 		ref_load
 		bench nvme-ref "/dev/$REF_DISK"

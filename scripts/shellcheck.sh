@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs shellcheck over the harness: scripts/*.sh, tests/*.sh, .ci/run (warnings and
+# Runs shellcheck over the harness: scripts/*.sh, scripts/ssdq-stat, tests/*.sh, .ci/run (warnings and
 # errors). Part of `make lint`; its own line in `make check`. Prints the
 # short reason on stdout when it fails; details in build/shellcheck.log.
 set -euo pipefail
@@ -9,7 +9,7 @@ command -v shellcheck >/dev/null || die "shellcheck missing (run: make deps)"
 mkdir -p "$SSDQ_BUILD"
 log=$SSDQ_BUILD/shellcheck.log
 cd "$SSDQ_REPO"
-mapfile -t files < <(ls scripts/*.sh tests/*.sh .ci/run 2>/dev/null)
+mapfile -t files < <(ls scripts/*.sh scripts/ssdq-stat tests/*.sh .ci/run 2>/dev/null)
 # -P SCRIPTDIR: follow the `. "$(dirname "$0")/lib.sh"` style sources.
 if shellcheck -x -P SCRIPTDIR -S warning "${files[@]}" >"$log" 2>&1; then
 	echo "shellcheck: clean (${#files[@]} files)" >&2

@@ -125,6 +125,31 @@ measure shadow-batch-off 0 1
 ((MMIO * 2 < SUB)) || fail "shadow on, batching off: $MMIO MMIO for $SUB commands (want < 0.5, 1.0 without)"
 ok "shadow without batching: $MMIO MMIO writes for $SUB commands"
 
+# The live view (scripts/ssdq-stat --json) under load: one line per
+# interval, per queue, that parses, counts commands and never more doorbell
+# MMIO writes than doorbell updates, and adds up to no more than the
+# counters moved meanwhile.
+set_switches 1 1
+read -ra a <<<"$(plug_counters)"
+fio --name=stat --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randread --bs=4k \
+	--size=256m --iodepth=16 --time_based --runtime=4 --output=/dev/null &
+spid=$!
+"$SSDQ_REPO/scripts/ssdq-stat" --json -i 1 -n 2 "$DISK" >"$T_DIR/stat.jsonl" ||
+	fail "ssdq-stat failed: $(head -n3 "$T_DIR/stat.jsonl")"
+wait "$spid" || fail "fio under ssdq-stat failed"
+read -ra b <<<"$(plug_counters)"
+assert_eq "ssdq-stat --json: lines for 2 intervals" "$(grep -c . "$T_DIR/stat.jsonl")" 2
+jq -e . "$T_DIR/stat.jsonl" >/dev/null || fail "ssdq-stat --json: not JSON: $(head -n1 "$T_DIR/stat.jsonl")"
+cmds=$(jq -s '[.[].queues[] | select(.qid > 0) | .commands] | add' "$T_DIR/stat.jsonl")
+assert_gt "ssdq-stat: I/O commands in 2 s of fio" "$cmds" 0
+((cmds <= b[0] - a[0])) || fail "ssdq-stat counted $cmds commands, the counters moved $((b[0] - a[0]))"
+ok "ssdq-stat: $cmds of the $((b[0] - a[0])) commands the counters saw meanwhile"
+assert_eq "ssdq-stat: intervals with more MMIO doorbells than updates" \
+	"$(jq -s '[.[].queues[] | select(.sq_doorbells_mmio > .sq_doorbells)] | length' "$T_DIR/stat.jsonl")" 0
+"$SSDQ_REPO/scripts/ssdq-stat" -i 0.2 -n 1 "$DISK" >"$T_DIR/stat.txt" || fail "ssdq-stat (text) failed"
+grep -q "cmds/s" "$T_DIR/stat.txt" || fail "ssdq-stat (text): no header: $(head -n2 "$T_DIR/stat.txt")"
+ok "ssdq-stat text output: $(grep -c . "$T_DIR/stat.txt") lines"
+
 # Data verified in every combination.
 verify_job() { # tag
 	run_fio "$1" $((8 * MiB)) $((8 * MiB)) --name="$1" --filename="$DEV" \
