@@ -26,16 +26,16 @@ struct ssdq_params ssdq_params = {
 
 module_param_named(io_queues, ssdq_params.io_queues, uint, 0444);
 MODULE_PARM_DESC(io_queues,
-		 "I/O queue pairs per controller, 0 = one per CPU (0-128)");
+		 "I/O queue pairs per controller, 0 = one per CPU (0-128, default 0)");
 module_param_named(poll_queues, ssdq_params.poll_queues, uint, 0444);
 MODULE_PARM_DESC(poll_queues,
-		 "interrupt-less polled queue pairs per controller (0-128)");
+		 "interrupt-less polled queue pairs per controller (0-128, default 0)");
 module_param_named(io_queue_depth, ssdq_params.io_queue_depth, uint, 0444);
-MODULE_PARM_DESC(io_queue_depth, "entries per I/O queue (2-1024)");
+MODULE_PARM_DESC(io_queue_depth, "entries per I/O queue (2-1024, default 1024)");
 module_param_named(io_timeout, ssdq_params.io_timeout, uint, 0444);
-MODULE_PARM_DESC(io_timeout, "default I/O timeout in seconds (1-3600)");
+MODULE_PARM_DESC(io_timeout, "default I/O timeout in seconds (1-3600, default 30)");
 module_param_named(admin_timeout, ssdq_params.admin_timeout, uint, 0444);
-MODULE_PARM_DESC(admin_timeout, "admin command timeout in seconds (1-3600)");
+MODULE_PARM_DESC(admin_timeout, "admin command timeout in seconds (1-3600, default 60)");
 module_param_named(rotational, ssdq_params.rotational, uint, 0444);
 MODULE_PARM_DESC(rotational, "initial queue/rotational (0-1, default 0)");
 module_param_named(add_random, ssdq_params.add_random, uint, 0444);
