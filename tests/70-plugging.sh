@@ -27,11 +27,10 @@ trace_sq_doorbells() {
 }
 
 # Driver side, summed over the I/O queues: submitted sq_db_updates
-# sq_db_mmio batches max_batch.
+# sq_db_mmio batches max_batch (the largest).
 plug_counters() {
-	awk 'NR > 1 && $1 > 0 { s += $2; u += $5; m += $6; b += $3;
-		if ($4 > x) x = $4 } END { print s + 0, u + 0, m + 0, b + 0, x + 0 }' \
-		"/sys/kernel/debug/ssdq/$DISK/plugging"
+	queue_cols "/sys/kernel/debug/ssdq/$DISK/plugging" -1 \
+		submitted sq_db_updates sq_db_mmio batches max_batch:max
 }
 
 set_switches() { # batching shadow

@@ -169,7 +169,7 @@ assert_eq "dmesg lines for 2 bad writes" \
 # written before is intact after rebind.
 keep=$(pattern_file keep.bin "$REG_KEEP_LEN")
 dev_write "$keep" "$DEV" "$REG_KEEP_OFF"
-submitted() { awk 'NR > 2 { s += $2 } END { print s + 0 }' "$DBG/plugging"; }
+submitted() { queue_cols "$DBG/plugging" -1 submitted; }
 s0=$(submitted)
 fio --name=stuck --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randwrite \
 	--bs=4k --offset="$REG_UNBIND_OFF" --size=$((64 * MiB)) --iodepth=16 \

@@ -28,8 +28,7 @@ poll_qid=$((NQ))
 
 # Sums over the interrupt-driven I/O queues: interrupts completions rounds.
 irq_counts() {
-	awk -v p="$poll_qid" 'NR > 2 && $1 != p { i += $2; c += $3; r += $4 }
-		END { print i + 0, c + 0, r + 0 }' "$STATS"
+	queue_cols "$STATS" "$poll_qid" interrupts completions rounds
 }
 
 # ssdq's trace events as a second witness (kernels with tracefs): each
@@ -154,7 +153,7 @@ echo direct >"$IRQ/mode"
 echo 0 >"$IRQ/defer_us"
 
 # Polled queue: fio --hipri, verified; every completion polled, no interrupt.
-poll_row() { awk -v p="$poll_qid" '$1 == p { print $2, $3, $6 }' "$STATS"; }
+poll_row() { queue_row "$STATS" "$poll_qid" interrupts completions polled; }
 read -ra p0 <<<"$(poll_row)"
 run_fio hipri $((8 * MiB)) $((8 * MiB)) --name=hipri --filename="$DEV" --direct=1 \
 	--ioengine=io_uring --hipri --rw=randwrite --bssplit=4k/70:64k/30 --size=8m \

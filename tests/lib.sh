@@ -108,6 +108,38 @@ wait_for() {
 	wait_until "$secs" "$@" || fail "timed out after ${secs}s waiting for $what"
 }
 
+# Per-queue debugfs tables (plugging, irq): a header line of column names,
+# then one line per queue. Columns are found by name (Documentation/abi.rst),
+# never by position, and all in one awk (a process costs on the debug
+# kernel): over the I/O queues (qid > 0) but SKIP, each COLUMN's sum, or
+# with COLUMN:max its largest value, in order.
+queue_cols() { # file skip-qid column[:max]...
+	local f=$1 skip=$2
+	shift 2
+	awk -v want="$*" -v skip="$skip" '
+		NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i
+			k = split(want, w, " ")
+			for (j = 1; j <= k; j++) {
+				split(w[j], p, ":"); col[j] = at[p[1]]; op[j] = p[2]
+				if (!col[j]) { print "no column " p[1] > "/dev/stderr"; bad = 1; exit 1 }
+			}
+			next }
+		$1 > 0 && $1 != skip { for (j = 1; j <= k; j++) { v = $col[j] + 0
+			if (op[j] == "max") { if (v > r[j]) r[j] = v } else r[j] += v } }
+		END { if (bad) exit 1
+			for (j = 1; j <= k; j++) printf "%s%d", (j > 1 ? " " : ""), r[j]; print "" }' "$f" ||
+		fail "$f has no column of: $*"
+}
+
+# One queue's line of such a table: the named columns, in order.
+queue_row() { # file qid column...
+	local f=$1 qid=$2
+	shift 2
+	awk -v want="$*" -v q="$qid" '
+		NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; k = split(want, w, " "); next }
+		$1 == q { for (j = 1; j <= k; j++) printf "%s%s", (j > 1 ? " " : ""), $(at[w[j]]); print "" }' "$f"
+}
+
 # ---------------------------------------------------------------- kmsg
 
 # Mark the kernel log so a test can look at what it caused.
