@@ -62,7 +62,7 @@ measure() { # tag batching shadow
 	set_switches "$2" "$3"
 	read -ra a <<<"$(plug_counters)"
 	t0=$(trace_sq_doorbells)
-	if ((EVENTS)); then trace_start ssdq_sq_doorbell; fi
+	if ((EVENTS)); then trace_start ssdq_sq_doorbell ssdq_submit; fi
 	batch_job "$1"
 	if ((EVENTS)); then trace_stop "$T_DIR/events-$1.txt"; fi
 	read -ra b <<<"$(plug_counters)"
@@ -78,6 +78,8 @@ measure() { # tag batching shadow
 		assert_eq "$1: ssdq_sq_doorbell events = doorbell updates" "${ev[0]}" "$UPD"
 		assert_eq "$1: events marked mmio = QEMU's doorbell writes" "${ev[1]}" "$TRC"
 		assert_eq "$1: commands in the events' batches = commands" "${ev[2]}" "$SUB"
+		assert_eq "$1: ssdq_submit events (reads) = commands" \
+			"$(grep -c ' ssdq_submit: .* read sector=' "$T_DIR/events-$1.txt" || true)" "$SUB"
 	fi
 	echo "$1 $SUB $UPD $MMIO $TRC" >>"$T_DIR/doorbells.txt"
 }

@@ -61,11 +61,11 @@ measure() { # mode defer_us qd
 	echo "$1" >"$IRQ/mode"
 	echo "$2" >"$IRQ/defer_us"
 	read -ra a <<<"$(irq_counts)"
-	if ((EVENTS)); then trace_start ssdq_cqe ssdq_irqpoll_round; fi
+	if ((EVENTS)); then trace_start ssdq_cqe ssdq_irqpoll_round ssdq_irqpoll_mask; fi
 	load "$1-$2-qd$3" "$3"
 	if ((EVENTS)); then trace_stop "$T_DIR/events-$1-$2-qd$3.txt"; fi
 	read -ra b <<<"$(irq_counts)"
-	local ints=$((b[0] - a[0])) comps=$((b[1] - a[1])) rounds=$((b[2] - a[2])) ev
+	local ints=$((b[0] - a[0])) comps=$((b[1] - a[1])) rounds=$((b[2] - a[2])) ev masks unmasks
 	((comps >= 3000)) || fail "$1: only $comps completions counted for 3000 I/Os"
 	PER=$((ints * 1000 / comps))
 	log "$1 defer_us=$2 QD$3 x2: $ints interrupts for $comps completions (0.$(printf %03d $PER) each)"
@@ -78,6 +78,14 @@ measure() { # mode defer_us qd
 		assert_eq "direct: CQEs reaped by the handler" "${ev[1]}" "$comps"
 	else
 		assert_eq "$1: CQEs reaped by the handler" "${ev[1]}" 0
+		# Every masking of a vector (by the handler, or again by the
+		# unmask path that finds a new CQE) is ended by a round that
+		# unmasks; at most one per queue may still be open at the end.
+		masks=$(grep -c ' ssdq_irqpoll_mask: ' "$T_DIR/events-$1-$2-qd$3.txt" || true)
+		unmasks=$(grep -c ' ssdq_irqpoll_round: .* next=unmask' "$T_DIR/events-$1-$2-qd$3.txt" || true)
+		((masks > 0 && masks >= unmasks && masks - unmasks <= NQ - 1)) ||
+			fail "$1: $masks vector masks, $unmasks unmasking rounds"
+		ok "$1: $masks vector masks (ssdq_irqpoll_mask), $unmasks unmasking rounds, $ints interrupts"
 		((${ev[3]} > 0 || $2 == 0)) || fail "$1 with defer_us=$2: no CQE reaped by a deferred round"
 	fi
 }
