@@ -359,10 +359,14 @@ have_trace_events() {
 }
 
 # Record the named ssdq events (or SYSTEM/EVENT) from now on, in an empty
-# buffer.
+# buffer. Without task names: recording them (options/record-cmd) hooks
+# sched_switch, and every first enable and last disable of an event would
+# patch that static key in __schedule(), which QEMU's TCG can leave as a
+# stale int3 on the other vCPU (an "Oops: int3" in __schedule, seen once).
 trace_start() { # event...
 	local e
 	echo 0 >"$TRACEFS/tracing_on"
+	echo 0 >"$TRACEFS/options/record-cmd"
 	echo 0 >"$TRACEFS/events/enable"
 	echo 8192 >"$TRACEFS/buffer_size_kb"
 	: >"$TRACEFS/trace"
