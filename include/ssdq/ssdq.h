@@ -6,6 +6,7 @@
  * A file calls only into files above it in this list, never into one below
  * (scripts/layers.sh checks the object files):
  *   trace.c    - the trace events (trace.h), which every file may emit
+ *   status.c   - NVMe statuses and errnos as dmesg prints them
  *   attr.c     - parsing and showing the sysfs/debugfs switches
  *   params.c   - module parameters and their ranges
  *   fault.c    - fault injection: what the driver believes the device did
@@ -120,6 +121,7 @@ enum ssdq_fault_kind {
 	SSDQ_FAULT_FAIL_DISABLE,	/* CC.EN = 0 does not take */
 	SSDQ_FAULT_FATAL_STATUS,	/* timeout reads CSTS.CFS */
 	SSDQ_FAULT_REFUSE_DBBUF,	/* Doorbell Buffer Config refused */
+	SSDQ_FAULT_MEDIA_ERROR,		/* CQE says read error / write fault */
 	SSDQ_FAULT_NR_KINDS,
 };
 
@@ -356,6 +358,15 @@ static inline struct ssdq_dev *ssdq_from_disk_dev(struct device *d)
 	return dev_to_disk(d)->private_data;
 }
 
+/* status.c: a message's room for one status or errno, on the caller's stack */
+struct ssdq_msg {
+	char s[80];
+};
+
+const char *ssdq_status_name(u16 status);
+const char *ssdq_status_str(struct ssdq_msg *m, u16 status);
+const char *ssdq_result_str(struct ssdq_msg *m, int ret);
+
 /*
  * attr.c: a technique's switch, /sys/block/ssdqN/<group>/<name>: a field of
  * struct ssdq_dev (bool for SSDQ_ATTR_BOOL, unsigned int otherwise) that
@@ -455,7 +466,8 @@ bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind);
 bool ssdq_fault_drop_irq(struct ssdq_queue *q);
 bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
-u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, u16 status);
+u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
+			  u16 status);
 unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
 void ssdq_fault_release_delayed(struct ssdq_dev *dev);
 

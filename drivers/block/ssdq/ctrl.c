@@ -424,6 +424,7 @@ static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
 int ssdq_ctrl_identify(struct ssdq_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
+	struct ssdq_msg m;
 	dma_addr_t dma;
 	void *buf;
 	int ret;
@@ -435,7 +436,8 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 
 	ret = ssdq_identify(dev, NVME_ID_CNS_CTRL, 0, 0, dma);
 	if (ret) {
-		dev_err(dmadev, "Identify Controller failed (%d)\n", ret);
+		dev_err(dmadev, "Identify Controller failed: %s\n",
+			ssdq_result_str(&m, ret));
 		goto out;
 	}
 	ret = ssdq_parse_id_ctrl(dev, buf);
@@ -443,14 +445,16 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 		goto out;
 	ret = ssdq_identify_nvm_limits(dev, buf, dma);
 	if (ret) {
-		dev_err(dmadev, "Identify Controller (NVM) failed (%d)\n", ret);
+		dev_err(dmadev, "Identify Controller (NVM) failed: %s\n",
+			ssdq_result_str(&m, ret));
 		goto out;
 	}
 
 	dev->nsid = 1;
 	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, 0, dma);
 	if (ret) {
-		dev_err(dmadev, "Identify Namespace failed (%d)\n", ret);
+		dev_err(dmadev, "Identify Namespace failed: %s\n",
+			ssdq_result_str(&m, ret));
 		goto out;
 	}
 	ret = ssdq_parse_id_ns(dev, buf);
@@ -512,6 +516,7 @@ static int ssdq_dbbuf_config(struct ssdq_dev *dev)
 static int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
 {
 	struct device *dmadev = &dev->pdev->dev;
+	struct ssdq_msg m;
 	int ret;
 
 	if (!(dev->oacs & NVME_CTRL_OACS_DBBUF_SUPP))
@@ -529,8 +534,8 @@ static int ssdq_dbbuf_setup(struct ssdq_dev *dev, unsigned int nr_queues)
 	ret = ssdq_dbbuf_config(dev);
 	if (ret) {
 		dev_warn(dmadev,
-			 "Doorbell Buffer Config failed (%d), MMIO doorbells only\n",
-			 ret);
+			 "Doorbell Buffer Config failed: %s; MMIO doorbells only\n",
+			 ssdq_result_str(&m, ret));
 		ssdq_dbbuf_free(dev);
 		return ret < 0 ? ret : 0;
 	}
@@ -562,6 +567,7 @@ static int ssdq_set_queue_count(struct ssdq_dev *dev, unsigned int *count)
 {
 	u32 want = (*count - 1) | (*count - 1) << 16;
 	struct nvme_command c = { };
+	struct ssdq_msg m;
 	u32 result;
 	int ret;
 
@@ -570,8 +576,8 @@ static int ssdq_set_queue_count(struct ssdq_dev *dev, unsigned int *count)
 	c.features.dword11 = cpu_to_le32(want);
 	ret = ssdq_admin_exec(dev, &c, &result);
 	if (ret) {
-		dev_err(&dev->pdev->dev, "Set Features (queues) failed (%d)\n",
-			ret);
+		dev_err(&dev->pdev->dev, "Set Features (queues) failed: %s\n",
+			ssdq_result_str(&m, ret));
 		return ssdq_status_errno(ret);
 	}
 	*count = min(*count, min(result & 0xffff, result >> 16) + 1);
@@ -628,6 +634,7 @@ static int ssdq_delete_queue(struct ssdq_dev *dev, u8 opcode, u16 qid)
 static int ssdq_create_queue_pair(struct ssdq_queue *q)
 {
 	struct ssdq_dev *dev = q->dev;
+	struct ssdq_msg m;
 	int ret;
 
 	ret = ssdq_create_cq(q);
@@ -641,8 +648,8 @@ static int ssdq_create_queue_pair(struct ssdq_queue *q)
 	q->created = true;
 	return 0;
 fail:
-	dev_err(&dev->pdev->dev, "creating I/O queue %u failed (%d)\n",
-		q->qid, ret);
+	dev_err(&dev->pdev->dev, "creating I/O queue %u failed: %s\n",
+		q->qid, ssdq_result_str(&m, ret));
 	return ssdq_status_errno(ret);
 }
 
@@ -704,7 +711,8 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 					     PCI_IRQ_AFFINITY, &affd);
 	if (ret < 0) {
 		dev_err(&dev->pdev->dev,
-			"needs at least 2 MSI-X/MSI vectors (%d)\n", ret);
+			"needs at least 2 MSI-X/MSI vectors: %pe\n",
+			ERR_PTR(ret));
 		return ret;
 	}
 	nr_irq = ret - 1;
@@ -786,6 +794,7 @@ void ssdq_ctrl_reset_rings(struct ssdq_dev *dev)
 int ssdq_ctrl_restart(struct ssdq_dev *dev)
 {
 	unsigned int nr = dev->nr_io_queues;
+	struct ssdq_msg m;
 	int ret;
 	u16 qid;
 
@@ -797,8 +806,8 @@ int ssdq_ctrl_restart(struct ssdq_dev *dev)
 		return ret;
 	if (ret) {
 		dev_warn(&dev->pdev->dev,
-			 "Doorbell Buffer Config refused after reset (status %#x), MMIO doorbells only\n",
-			 ret);
+			 "Doorbell Buffer Config refused after reset: %s; MMIO doorbells only\n",
+			 ssdq_result_str(&m, ret));
 		ssdq_dbbuf_abandon(dev);
 	}
 	ret = ssdq_set_queue_count(dev, &nr);

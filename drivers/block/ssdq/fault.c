@@ -23,6 +23,8 @@
  *                     DMA) while the driver gives up on it
  *   fatal_status      the next N timeouts read CSTS with CFS set
  *   refuse_dbbuf      the next N Doorbell Buffer Configs are refused
+ *   media_errors      the next N CQEs say "Unrecovered Read Error" (reads)
+ *                     or "Write Fault" (writes), with DNR: a final error
  * and two settings:
  *   delay_ms          how long delayed completions are held (0-60000)
  *   slow_enable_ms    how long each controller enable takes at least, as
@@ -74,12 +76,17 @@ u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid)
 }
 
 /* The status (SCT/SC and flags) the driver will believe this CQE carries. */
-u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, u16 status)
+u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
+			  u16 status)
 {
 	if (ssdq_fault_take(dev, SSDQ_FAULT_ABORT_COMPLETION))
 		return NVME_SC_ABORT_REQ;
 	if (ssdq_fault_take(dev, SSDQ_FAULT_RETRY_COMPLETION))
 		return NVME_SC_NS_NOT_READY;
+	/* What a worn flash block answers: final, nothing to retry. */
+	if (ssdq_fault_take(dev, SSDQ_FAULT_MEDIA_ERROR))
+		return (op_is_write(req_op(req)) ? NVME_SC_WRITE_FAULT :
+			NVME_SC_READ_ERROR) | NVME_STATUS_DNR;
 	return status;
 }
 
@@ -165,6 +172,7 @@ static const struct ssdq_fault_knob ssdq_fault_knobs[] = {
 	SSDQ_FAULT_COUNT("fail_disable", SSDQ_FAULT_FAIL_DISABLE),
 	SSDQ_FAULT_COUNT("fatal_status", SSDQ_FAULT_FATAL_STATUS),
 	SSDQ_FAULT_COUNT("refuse_dbbuf", SSDQ_FAULT_REFUSE_DBBUF),
+	SSDQ_FAULT_COUNT("media_errors", SSDQ_FAULT_MEDIA_ERROR),
 	SSDQ_FAULT_SETTING(delay_ms),
 	SSDQ_FAULT_SETTING(slow_enable_ms),
 };
@@ -181,6 +189,7 @@ static const char * const ssdq_fault_done_names[SSDQ_FAULT_NR_KINDS] = {
 	[SSDQ_FAULT_FAIL_DISABLE]	= "failed_disables",
 	[SSDQ_FAULT_FATAL_STATUS]	= "fatal_status",
 	[SSDQ_FAULT_REFUSE_DBBUF]	= "refused_dbbufs",
+	[SSDQ_FAULT_MEDIA_ERROR]	= "media_errors",
 };
 
 /*

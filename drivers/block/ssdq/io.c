@@ -398,7 +398,8 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 	if (blk_should_fake_timeout(req->q))
 		return;
 	if (faults) {
-		iod->nvme_status = ssdq_fault_cqe_status(dev, iod->nvme_status);
+		iod->nvme_status = ssdq_fault_cqe_status(dev, req,
+							  iod->nvme_status);
 		if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_COMPLETION) ||
 		    ssdq_fault_delay(dev, req))
 			return;
@@ -429,8 +430,7 @@ int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
 
 /* ---- complete: status and the end of the request */
 
-static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
-				      u16 status)
+static blk_status_t ssdq_error_status(u16 status)
 {
 	switch (status & NVME_SCT_SC_MASK) {
 	case NVME_SC_SUCCESS:
@@ -452,14 +452,32 @@ static blk_status_t ssdq_error_status(struct ssdq_dev *dev, struct request *req,
 	case NVME_SC_REFTAG_CHECK:
 	case NVME_SC_COMPARE_FAILED:
 	case NVME_SC_ACCESS_DENIED:
-		dev_err_ratelimited(ssdq_dmadev(dev),
-				    "media error %#x on %s at sector %llu\n",
-				    status, blk_op_str(req_op(req)),
-				    (unsigned long long)blk_rq_pos(req));
 		return BLK_STS_MEDIUM;
 	default:
 		return BLK_STS_IOERR;
 	}
+}
+
+/*
+ * One line (rate-limited) per request that fails, with the NVMe status: the
+ * block layer's own "I/O error" line names only the errno. Requests taken
+ * back from a controller that is gone are not its errors; the line saying
+ * why it went was printed once. RQF_QUIET: the submitter asked for silence.
+ */
+static void ssdq_log_error(struct ssdq_dev *dev, struct request *req,
+			   u16 status)
+{
+	struct ssdq_queue *q = req->mq_hctx->driver_data;
+	struct ssdq_msg m;
+
+	if ((status & NVME_SCT_SC_MASK) == NVME_SC_HOST_ABORTED_CMD ||
+	    (req->rq_flags & RQF_QUIET))
+		return;
+	dev_err_ratelimited(ssdq_dmadev(dev),
+			    "queue %u: %s of %u bytes at sector %llu failed: %s\n",
+			    q->qid, blk_op_str(req_op(req)), blk_rq_bytes(req),
+			    (unsigned long long)blk_rq_pos(req),
+			    ssdq_status_str(&m, status));
 }
 
 /*
@@ -474,9 +492,12 @@ void ssdq_complete_rq(struct request *req)
 
 	ssdq_steer_account(dev, req);
 	ssdq_unmap_data(dev, req);
-	if (unlikely(status) && ssdq_retry_rq(dev, req, status))
-		return;
-	blk_mq_end_request(req, ssdq_error_status(dev, req, status));
+	if (unlikely(status)) {
+		if (ssdq_retry_rq(dev, req, status))
+			return;
+		ssdq_log_error(dev, req, status);
+	}
+	blk_mq_end_request(req, ssdq_error_status(status));
 }
 
 /* Polled completions end together: one batch per ->poll call. */

@@ -153,9 +153,9 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
 static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 			       const char *why)
 {
-	s64 ms;
-
+	struct ssdq_msg m, failed;
 	int ret = -ENODEV;
+	s64 ms;
 
 	lockdep_assert_held(&dev->recovery_lock);
 	if (!ssdq_dead(dev))
@@ -165,7 +165,9 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 		ret = ssdq_ctrl_restart(dev);
 	if (ret) {
 		atomic64_inc(&dev->recovery.reset_failures);
-		ssdq_fail_locked(dev, "reset failed");
+		snprintf(failed.s, sizeof(failed.s), "reset failed: %s",
+			 ssdq_result_str(&m, ret));
+		ssdq_fail_locked(dev, failed.s);
 	}
 	blk_mq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
