@@ -7,6 +7,7 @@
 #   polled + irqpoll queues under resets   no double completion, no stall
 #   an Abort the controller honours        the request runs again
 #   an error status without DNR            the request runs again
+#   a media error (DNR)                    ENODATA at once, its status logged
 #   an admin command that never completes  the controller is stopped, reset
 #   CSTS.CFS at a timeout                  reset at once, no Abort
 #   Doorbell Buffer Config refused         back to MMIO doorbells
@@ -125,6 +126,32 @@ assert_eq "requests run again" "$(($(rec retried) - q0))" 4
 assert_eq "timeouts for retryable errors" "$(($(rec timeouts) - t0))" 0
 assert_eq "resets for retryable errors" "$(($(rec resets) - r0))" 0
 
+# --- A final error (DNR) ends the request at once with its errno, and one
+# dmesg line names the NVMe status: a media error is ENODATA to the reader
+# ("No data available"), not a generic EIO, and is not retried.
+q0=$(rec retried)
+lba=$(((REG_INTEGRITY_OFF + 20 * KiB) / 512))
+kmsg_mark media
+media_error() { # tag dd-args...
+	local tag=$1 out
+	shift
+	echo 1 >"$FAULT/media_errors"
+	if out=$(dd bs=4k count=1 "$@" 2>&1); then
+		fail "$tag with a media error succeeded"
+	fi
+	grep -q 'No data available' <<<"$out" || fail "$tag with a media error: $out (want ENODATA)"
+}
+media_error read if="$DEV" of=/dev/null skip=$((lba / 8)) iflag=direct
+media_error write if=/dev/zero of="$DEV" seek=$((lba / 8)) oflag=direct
+assert_eq "completions made media errors" "$(injected media_errors)" 2
+assert_eq "media errors run again" "$(($(rec retried) - q0))" 0
+allow_dmesg 'failed: NVMe status|critical medium error'
+media_lines() { # op status
+	dmesg_since media | grep -Fc ": $1 of 4096 bytes at sector $lba failed: NVMe status $2" || true
+}
+assert_eq "dmesg lines naming the read's status" "$(media_lines READ '0x4281 (Unrecovered Read Error, DNR)')" 1
+assert_eq "dmesg lines naming the write's status" "$(media_lines WRITE '0x4280 (Write Fault, DNR)')" 1
+
 # --- 7: the Abort for a lost completion never completes either. The
 # admin timeout stops the controller (it may still own the command), the
 # request's timeout resets it, the request runs again.
@@ -168,9 +195,12 @@ verify after-kill $((SZ / 4))
 
 # --- 9: Doorbell Buffer Config refused after a reset: MMIO doorbells
 # from then on, every SQ tail update an MMIO write.
+kmsg_mark dbbuf
 echo 1 >"$FAULT/refuse_dbbuf"
 sysfs_reset
 assert_eq "Doorbell Buffer Configs refused" "$(injected refused_dbbufs)" 1
+assert_eq "dmesg lines naming the refusal's status" "$(dmesg_since dbbuf |
+	grep -c 'refused after reset: NVMe status 0x4002 (Invalid Field in Command, DNR); MMIO doorbells only$' || true)" 1
 assert_eq "plugging/shadow_doorbells after the refusal" "$(cat "$SYS/plugging/shadow_doorbells")" 0
 allow_dmesg 'plugging/shadow_doorbells: the controller has none'
 if echo 1 >"$SYS/plugging/shadow_doorbells" 2>/dev/null; then
