@@ -39,7 +39,7 @@ case $lane in prod | debug | all) ;; *) die "--lane takes prod, debug or all, no
 
 export DUT=${DUT:-ssdq}
 # Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
-trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm}
+trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm,pci_nvme_mmio_shutdown_set}
 # Sparse images; past the tests' 512 MiB layout (tests/lib.sh) lies the
 # long discard of flush-discard, which must exceed the device's DMRSL
 # (about 2 GiB in QEMU).

@@ -35,6 +35,7 @@ export SSDQ_OUT=${SSDQ_OUT:?}
 
 results=$SSDQ_OUT/results.txt
 mkdir -p "$SSDQ_OUT/logs" "$SSDQ_OUT/t"
+rm -f "$SSDQ_OUT/at-reboot"
 : >"$results"
 
 test_name() { # tests/10-load.sh -> load
@@ -186,6 +187,15 @@ for s in "${scripts[@]}"; do
 done
 leak_check
 dmesg >"$SSDQ_OUT/dmesg.txt"
+# A test that is judged by how the VM goes down (97-shutdown) names its
+# second half here: it runs last, leaves the DUT bound with I/O running,
+# and the reboot that follows (guest-init.sh) calls the driver's
+# ->shutdown. Its host post-check reads the console and QEMU's trace.
+if [[ -s $SSDQ_OUT/at-reboot ]]; then
+	read -r at_reboot <"$SSDQ_OUT/at-reboot"
+	"$at_reboot" at-reboot >"$SSDQ_OUT/logs/at-reboot.log" 2>&1 ||
+		echo "at-reboot: $at_reboot exited $?" >>"$SSDQ_OUT/logs/at-reboot.log"
+fi
 sync
 nfail=$(grep -c '^FAIL' "$results")
 exit $((nfail > 100 ? 100 : nfail))

@@ -80,14 +80,17 @@ static bool ssdq_cancel_rq(struct request *req, void *data)
  * Take every request back from the controller: stop submissions, stop its
  * DMA, let what it did complete finish normally, and cancel the rest.
  * Leaves the queues quiesced and the interrupts off. A controller shut down
- * (CC.SHN) or that would not disable is dead: its requests fail.
+ * (CC.SHN) or that would not disable is dead: its requests fail. Returns 0
+ * if the controller stopped as asked.
  */
-static void ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
+static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 {
 	unsigned int qid;
+	int ret;
 
 	blk_mq_quiesce_tagset(&dev->tag_set);
-	if (ssdq_ctrl_stop_dma(dev, shutdown)) {
+	ret = ssdq_ctrl_stop_dma(dev, shutdown);
+	if (ret) {
 		/* It may still be running: never reuse it. */
 		if (!test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
 			dev_err(&dev->pdev->dev,
@@ -111,6 +114,7 @@ static void ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 	ssdq_fault_release_delayed(dev);
 	blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_cancel_rq, dev);
 	blk_mq_tagset_wait_completed_request(&dev->tag_set);
+	return ret;
 }
 
 /*
@@ -227,9 +231,13 @@ void ssdq_pci_reset_done(struct ssdq_dev *dev)
  */
 void ssdq_dev_shutdown(struct ssdq_dev *dev)
 {
+	ktime_t start = ktime_get();
+
 	mutex_lock(&dev->recovery_lock);
 	if (!ssdq_dead(dev)) {
-		ssdq_take_back(dev, true);
+		if (!ssdq_take_back(dev, true))
+			dev_info(&dev->pdev->dev, "shut down in %lld ms\n",
+				 ktime_ms_delta(ktime_get(), start));
 		ssdq_resume_io(dev);
 	}
 	mutex_unlock(&dev->recovery_lock);

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Host side of the shutdown test: what the console and QEMU saw as the VM
+# rebooted with the disk bound and a writer running (97-shutdown.sh).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+con=$SSDQ_OUT/console.log
+after=$(awk '/ssdqtest: mark at-reboot/ { f = 1; next } f' "$con" | tr -d '\r')
+[[ -n $after ]] ||
+	fail "post: no 'mark at-reboot' on the console: the second half did not run (logs/at-reboot.log)"
+
+if [[ $DUT == ssdq ]]; then
+	grep -Eq "ssdq [0-9a-f:.]+: shut down in [0-9]+ ms" <<<"$after" ||
+		fail "post: no 'shut down in N ms' from ssdq after the mark"
+	ok "ssdq: $(grep -Eo 'shut down in [0-9]+ ms' <<<"$after" | head -n1)"
+fi
+grep -q 'reboot: Restarting system' <<<"$after" ||
+	fail "post: the kernel never reached 'Restarting system' after the shutdown"
+ok "the kernel restarted after ->shutdown"
+if bad=$(grep -E "$BAD_ANY" <<<"$after"); then
+	fail "post: kernel report during the shutdown: $(head -n1 <<<"$bad")"
+fi
+ok "no kernel report during the shutdown"
+
+# QEMU counts from the device's side. The last CC.SHN is the reboot's (the
+# reference controller is unbound by then); no SQ doorbell may follow it.
+tr=$SSDQ_OUT/qemu-trace.log
+grep -q pci_nvme_mmio_shutdown_set "$tr" ||
+	fail "post: QEMU's trace has no pci_nvme_mmio_shutdown_set (traced events: ${SSDQ_TRACE_EVENTS:-default})"
+n=$(awk '/pci_nvme_mmio_shutdown_set/ { n = 0; next } /pci_nvme_mmio_doorbell_sq/ { n++ } END { print n + 0 }' "$tr")
+assert_eq "SQ doorbell writes after the controller's last CC.SHN" "$n" 0
+
+img=$SSDQ_OUT/ssdq0.img
+pat=$(pattern_file shutdown.bin "$REG_SHUTDOWN_LEN")
+out=$(cmp -n "$REG_SHUTDOWN_LEN" -i "$REG_SHUTDOWN_OFF:0" "$img" "$pat" 2>&1) ||
+	fail "post: image differs from the pattern written before the reboot: $out"
+ok "image holds the pattern written just before the reboot"
