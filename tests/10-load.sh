@@ -1,7 +1,8 @@
 #!/bin/bash
 # load/unload: the disk appears with the namespace's size and block size,
 # one hardware queue per vCPU, rotational/add_random default 0 and writable,
-# load-time rotational=1 add_random=1, and a clean rmmod.
+# load-time rotational=1 add_random=1, fewer queues when BAR0 has no room
+# for their doorbells, and a clean rmmod.
 # timeout: 180
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -66,6 +67,33 @@ if [[ $DUT == ssdq ]]; then
 	assert_eq "add_random (loaded with add_random=1)" "$(sysq add_random)" 1
 else
 	log "load-time rotational/add_random: nvme has no such parameters, skipped"
+fi
+
+# BAR0 with doorbell room for the admin queue and one I/O queue only (what
+# a CAP.DSTRD that spreads the doorbells past its end would leave; QEMU's
+# stride is always 4, so a load-time fault): one hardware queue for both
+# vCPUs, said once in dmesg, and it works. With room for the admin queue
+# alone the probe refuses, in one line.
+if [[ $DUT == ssdq ]]; then
+	kmsg_mark bar
+	dut_load fault_bar0_doorbells=4
+	assert_eq "hw queues with doorbell room for one I/O queue" "$(find "/sys/block/$DISK/mq" -mindepth 1 -maxdepth 1 | wc -l)" 1
+	dd if="$DEV" of=/dev/null bs=64k count=16 iflag=direct status=none || fail "read with one I/O queue failed"
+	ok "64k x16 O_DIRECT read on the one queue"
+	assert_eq "dmesg lines naming the cap" "$(dmesg_since bar | grep -c 'BAR0 holds doorbells for 1 I/O queues only$' || true)" 1
+	dut_unload
+	kmsg_mark bar-none
+	dut_try_load fault_bar0_doorbells=2 || fail "insmod fault_bar0_doorbells=2 failed: $(cat "$T_DIR/load.err")"
+	assert_absent "/sys/bus/pci/devices/$PCI_DUT/driver"
+	[[ -z $(disk_of_pci "$PCI_DUT") ]] || fail "a disk appeared without room for I/O queue doorbells"
+	lines=$(dmesg_since bar-none | grep -F "$PCI_DUT" || true)
+	assert_eq "dmesg lines from the refused probe" "$(grep -c . <<<"$lines" || true)" 1
+	grep -q 'BAR0 is 4104 bytes, no room for I/O queue doorbells 4 bytes apart$' <<<"$lines" ||
+		fail "the refused probe's line: $lines"
+	ok "probe refused: ${lines#*: }"
+	allow_dmesg 'no room for I/O queue doorbells'
+	rmmod ssdq || fail "rmmod ssdq after the refused probe failed"
+	dut_load
 fi
 
 disk=$DISK

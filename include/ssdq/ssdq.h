@@ -70,6 +70,7 @@ struct ssdq_params {
 	unsigned int admin_timeout;	/* seconds */
 	unsigned int rotational;	/* default of queue/rotational */
 	unsigned int add_random;	/* default of queue/add_random */
+	unsigned int fault_bar0_doorbells; /* fault.c: 0, or BAR0's pretend room */
 };
 
 extern struct ssdq_params ssdq_params;
@@ -460,6 +461,7 @@ void ssdq_debugfs_queue_stats(struct ssdq_dev *dev,
 int __init ssdq_params_check(void);
 
 /* fault.c */
+resource_size_t ssdq_fault_bar_len(struct ssdq_dev *dev, resource_size_t len);
 void ssdq_fault_init(struct ssdq_dev *dev);
 void ssdq_fault_debugfs_init(struct ssdq_dev *dev);
 bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind);

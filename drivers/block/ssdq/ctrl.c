@@ -160,8 +160,8 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 		return PTR_ERR(dev->bar);
 	dev->bar_len = pci_resource_len(pdev, 0);
 	if (dev->bar_len < NVME_REG_DBS + SSDQ_CTRL_PAGE_SIZE) {
-		dev_err(&pdev->dev, "BAR0 is %pa bytes, too small for NVMe\n",
-			&dev->bar_len);
+		dev_err(&pdev->dev, "BAR0 is %llu bytes, too small for NVMe\n",
+			(unsigned long long)dev->bar_len);
 		return -ENODEV;
 	}
 	if (ssdq_csts(dev) == ~0U) {
@@ -171,11 +171,12 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	dev->cap = lo_hi_readq(dev->bar + NVME_REG_CAP);
 	dev->db_stride = 1U << NVME_CAP_STRIDE(dev->cap);
 	dev->dbs = dev->bar + NVME_REG_DBS;
+	dev->bar_len = ssdq_fault_bar_len(dev, dev->bar_len);
 	/* A large CAP.DSTRD spreads the doorbells out, maybe past BAR0. */
 	if (ssdq_bar_max_queues(dev) < 2) {
 		dev_err(&pdev->dev,
-			"BAR0 is %pa bytes, no room for I/O queue doorbells %u bytes apart\n",
-			&dev->bar_len, 4 * dev->db_stride);
+			"BAR0 is %llu bytes, no room for I/O queue doorbells %u bytes apart\n",
+			(unsigned long long)dev->bar_len, 4 * dev->db_stride);
 		return -ENODEV;
 	}
 
@@ -696,7 +697,11 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 	ret = ssdq_set_queue_count(dev, &nr);
 	if (ret)
 		return ret;
-	nr = min(nr, ssdq_bar_max_queues(dev) - 1);
+	if (nr > ssdq_bar_max_queues(dev) - 1) {
+		nr = ssdq_bar_max_queues(dev) - 1;
+		dev_info(&dev->pdev->dev,
+			 "BAR0 holds doorbells for %u I/O queues only\n", nr);
+	}
 	/* Short of queues, keep at least one interrupt-driven one. */
 	nr_poll = min(nr_poll, nr - 1);
 	nr_irq = min(nr_irq, nr - nr_poll);

@@ -31,6 +31,11 @@
  *                     far as the driver can tell from CSTS.RDY (0-60000)
  * Counters: fault/injected, one line per kind, of what was really done.
  *
+ * One fault acts at probe, so it is a module parameter:
+ *   fault_bar0_doorbells  BAR0 ends after N doorbell registers (two per
+ *                     queue pair), as with a CAP.DSTRD that spreads the
+ *                     doorbells past its end (QEMU's stride is always 4)
+ *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
  * in io.c) on kernels built with CONFIG_FAIL_IO_TIMEOUT.
  *
@@ -88,6 +93,17 @@ u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 		return (op_is_write(req_op(req)) ? NVME_SC_WRITE_FAULT :
 			NVME_SC_READ_ERROR) | NVME_STATUS_DNR;
 	return status;
+}
+
+/* BAR0's length as the probe is to believe it (db_stride already read). */
+resource_size_t ssdq_fault_bar_len(struct ssdq_dev *dev, resource_size_t len)
+{
+	unsigned int n = ssdq_params.fault_bar0_doorbells;
+
+	if (!n)
+		return len;
+	return min_t(resource_size_t, len,
+		     NVME_REG_DBS + (resource_size_t)n * 4 * dev->db_stride);
 }
 
 /* How long CSTS.RDY is to be disbelieved after an enable, in jiffies. */

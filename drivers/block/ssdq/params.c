@@ -40,6 +40,10 @@ module_param_named(rotational, ssdq_params.rotational, uint, 0444);
 MODULE_PARM_DESC(rotational, "initial queue/rotational (0-1, default 0)");
 module_param_named(add_random, ssdq_params.add_random, uint, 0444);
 MODULE_PARM_DESC(add_random, "initial queue/add_random (0-1, default 0)");
+module_param_named(fault_bar0_doorbells, ssdq_params.fault_bar0_doorbells,
+		   uint, 0444);
+MODULE_PARM_DESC(fault_bar0_doorbells,
+		 "fault injection: BAR0 holds only N doorbells, 0 = all it has (0-1024, default 0)");
 
 struct ssdq_param_range {
 	const char *name;
@@ -57,6 +61,7 @@ static const struct ssdq_param_range ssdq_param_ranges[] = {
 	{ "admin_timeout", &ssdq_params.admin_timeout, 1, 3600 },
 	{ "rotational", &ssdq_params.rotational, 0, 1 },
 	{ "add_random", &ssdq_params.add_random, 0, 1 },
+	{ "fault_bar0_doorbells", &ssdq_params.fault_bar0_doorbells, 0, 1024 },
 };
 
 /* One line per bad value, naming the parameter and what it allows. */
