@@ -398,8 +398,8 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 	if (blk_should_fake_timeout(req->q))
 		return;
 	if (faults) {
-		iod->nvme_status = ssdq_fault_cqe_status(dev, req,
-							  iod->nvme_status);
+		iod->nvme_status =
+			ssdq_fault_cqe_status(dev, req, iod->nvme_status);
 		if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_COMPLETION) ||
 		    ssdq_fault_delay(dev, req))
 			return;
