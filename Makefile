@@ -6,7 +6,9 @@
 #   make check           deps, build, lint, whole test suite in the VM, in
 #                        both lanes: Debian's kernel, then the debug kernel
 #                        (KASAN, lockdep, kmemleak, UBSAN; built once, cached)
-#   make check-prod      only the first lane; make check-debug only the second
+#   make check-prod      only the first lane; make check-debug only the debug
+#                        one; make check-reach only the other kernels' subset
+#   make check KERNEL=6.1   every test on Debian 12's 6.1 (KERNEL=6.12: prod)
 #   make debug-kernel    build (or find) the cached debug kernel, print its dir
 #   make lint            checkpatch --strict, sparse, W=1; shellcheck of the harness
 #   make deps            install missing Debian packages (root)
@@ -20,7 +22,7 @@ KDIR ?= $(shell bash -c '. scripts/common.sh && ssdq_kdir' 2>/dev/null)
 DUT ?= ssdq
 export DUT
 
-.PHONY: all module deps lint run check check-prod check-debug debug-kernel clean
+.PHONY: all module deps lint run check check-prod check-debug check-reach debug-kernel clean
 
 all: module
 
@@ -42,13 +44,16 @@ run: deps
 	@scripts/run.sh
 
 check: deps
-	@KDIR=$(KDIR) scripts/check.sh --lane all
+	@KDIR=$(KDIR) scripts/check.sh $(if $(KERNEL),--kernel $(KERNEL),--lane all)
 
 check-prod: deps
 	@KDIR=$(KDIR) scripts/check.sh --lane prod
 
 check-debug: deps
 	@scripts/check.sh --lane debug
+
+check-reach: deps
+	@scripts/check.sh --lane reach
 
 debug-kernel: deps
 	@scripts/debug-kernel.sh

@@ -13,7 +13,14 @@
 # Progress and pointers to logs go to stderr; everything lands in
 # build/check/ (per-test logs in <boot>/logs/, console.log, dmesg.txt).
 #
-#   scripts/check.sh [--lane prod|debug|all]     (default all)
+#   reach  the kernels ssdq also supports (Documentation/kernels.rst):
+#          Debian 12's 6.1, unpacked by scripts/kernel.sh and cached
+#          outside the repo; a subset of the tests (REACH_TESTS below),
+#          named <test>-6.1.
+#
+#   scripts/check.sh [--lane prod|reach|debug|all]   (default all)
+#   scripts/check.sh --kernel 6.1|6.12               every prod test on
+#                                                    that kernel
 #
 # A test runs in both lanes unless its header says "# lanes: debug" (or
 # prod). Env: DUT=ssdq|nvme (nvme: run the tests against the kernel's
@@ -28,14 +35,25 @@ set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
 lane=all
+kernel=
 bg_build=
 while (($#)); do
 	case $1 in
 	--lane) lane=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
 	*) die "check.sh: unknown argument $1" ;;
 	esac
 done
-case $lane in prod | debug | all) ;; *) die "--lane takes prod, debug or all, not '$lane'" ;; esac
+case $lane in prod | reach | debug | all) ;; *) die "--lane takes prod, reach, debug or all, not '$lane'" ;; esac
+case $kernel in
+'' | 6.1) ;;
+6.12) kernel='' lane=prod ;;
+*) die "--kernel takes 6.1 or 6.12, not '$kernel'" ;;
+esac
+[[ -z $kernel ]] || lane=kernel
+# The reach lane: each technique's own test, on each other kernel.
+REACH_KERNELS=(6.1)
+REACH_TESTS="load integrity plugging recovery steering irq"
 
 export DUT=${DUT:-ssdq}
 # Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
@@ -187,18 +205,46 @@ prod_lane() {
 	fi
 }
 
-# ssdq.ko for the debug kernel, built from a copy of the sources so the
-# repo's own ssdq.ko (Debian's kernel) stays as it is.
-build_debug_ko() { # kernel-dir -> status; log in $out/build-debug.log
-	local src=$out/debug-ko
+# ssdq.ko for another kernel (the debug one, another release), built from
+# a copy of the sources so the repo's own ssdq.ko (Debian's 6.12) stays as
+# it is. W=1 on that kernel's own config is part of the lane.
+build_ko_copy() { # kernel-build-dir tag -> status; $out/<tag>-ko, $out/build-<tag>.log
+	local src=$out/$2-ko log=$out/build-$2.log
 	rm -rf "$src"
 	mkdir -p "$src"
-	cp -r "$SSDQ_REPO"/{Kbuild,drivers,include} "$src"/
+	cp -r "$SSDQ_REPO"/{Kbuild,dkms.conf,drivers,include} "$src"/
 	find "$src" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
-	make -C "$1/src" M="$src" W=1 modules >"$out/build-debug.log" 2>&1 &&
+	git -C "$SSDQ_REPO" describe --always --dirty --exclude '*' >"$src/VERSION" 2>/dev/null || true
+	make -C "$1" M="$src" W=1 modules >"$log" 2>&1 &&
 		[[ -f $src/ssdq.ko ]] || return 1
-	# W=1 on the debug kernel's own config is part of the lane.
-	! grep -E 'warning:' "$out/build-debug.log" >&2
+	! grep -E 'warning:' "$log" >&2
+}
+
+# Another kernel than Debian's 6.12 (scripts/kernel.sh NAME): ssdq built
+# against its headers, the given tests in one boot, named <test>-NAME.
+kernel_lane() { # name test...
+	local name=$1 dir kver n
+	shift
+	(($#)) || return 0
+	note "kernel $name (scripts/kernel.sh; cached outside the repo)"
+	if ! dir=$("$SSDQ_REPO/scripts/kernel.sh" "$name" 2>"$out/kernel-$name.log"); then
+		result FAIL "kernel-$name" "$(grep -m1 '^error' "$out/kernel-$name.log" || echo "see build/check/kernel-$name.log")"
+		for n; do result FAIL "$n-$name" "not run: no $name kernel"; done
+		return 0
+	fi
+	kver=$(cat "$dir/kver")
+	if [[ $DUT == ssdq ]]; then
+		note "building ssdq.ko against $kver"
+		if ! build_ko_copy "/lib/modules/$kver/build" "$name"; then
+			result FAIL "build-$name" "$(grep -m1 -E 'error|warning' "$out/build-$name.log" || echo "see build/check/build-$name.log")"
+			for n; do result FAIL "$n-$name" "not run: build failed"; done
+			return 0
+		fi
+		result PASS "build-$name"
+	fi
+	SSDQ_KO=$out/$name-ko/ssdq.ko boot_suite "$out/k$name" "-$name" \
+		-t "${SSDQ_CHECK_TIMEOUT:-2400}" --img-mb "$img_mb" --trace "$trace_events" \
+		--kernel-dir "$dir" -- "$@"
 }
 
 debug_lane() {
@@ -237,7 +283,7 @@ debug_lane() {
 	fi
 	if [[ $DUT == ssdq ]]; then
 		note "building ssdq.ko against the debug kernel"
-		if ! build_debug_ko "$dir"; then
+		if ! build_ko_copy "$dir/src" debug; then
 			result FAIL build-debug "$(grep -m1 -E 'error|warning' "$out/build-debug.log" || echo "see build/check/build-debug.log")"
 			for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
 			return 0
@@ -254,9 +300,33 @@ debug_lane() {
 		--debug-kernel "$dir" -- "${tests[@]}"
 }
 
+# dkms.conf: DKMS builds ssdq for each kernel of the reach lane and for
+# Debian's 6.12, and modinfo says what it should (scripts/dkms.sh check).
+dkms_check() {
+	local kvers=() k dir reason
+	kvers+=("$(ssdq_kver)") || true
+	for k in "${REACH_KERNELS[@]}"; do
+		dir=$("$SSDQ_REPO/scripts/kernel.sh" "$k" 2>/dev/null) && kvers+=("$(cat "$dir/kver")")
+	done
+	note "dkms build for ${kvers[*]}"
+	if reason=$("$SSDQ_REPO/scripts/dkms.sh" check "${kvers[@]}" 2>&1 >"$out/dkms.log"); then
+		result PASS dkms
+	else
+		result FAIL dkms "$(tail -n1 <<<"$reason")"
+	fi
+}
+
+reach_tests() {
+	local n
+	for n in $(all_tests prod); do
+		[[ " $REACH_TESTS " == *" $n "* ]] && echo "$n"
+	done
+}
+
 selected=$( {
-	[[ $lane == debug ]] || all_tests prod
-	[[ $lane == prod ]] || all_tests debug
+	[[ $lane == prod || $lane == all || $lane == kernel ]] && all_tests prod
+	[[ $lane == reach || $lane == all ]] && reach_tests
+	[[ $lane == debug || $lane == all ]] && all_tests debug
 } | wc -l)
 ((selected)) || result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-}, lane $lane)"
 # Both lanes and no cached debug kernel (CI, a fresh machine): build it
@@ -275,8 +345,18 @@ if fio_dir=$("$SSDQ_REPO/scripts/test-fio.sh" 2>"$out/test-fio.log"); then
 else
 	result FAIL test-fio "$(grep -m1 '^error' "$out/test-fio.log" || echo "see build/check/test-fio.log")"
 fi
-[[ $lane == debug ]] || prod_lane
-[[ $lane == prod ]] || debug_lane
+if [[ $lane == kernel ]]; then
+	mapfile -t tests < <(all_tests prod)
+	kernel_lane "$kernel" "${tests[@]}"
+else
+	[[ $lane == prod || $lane == all ]] && prod_lane
+	if [[ $lane == reach || $lane == all ]]; then
+		mapfile -t tests < <(reach_tests)
+		for k in "${REACH_KERNELS[@]}"; do kernel_lane "$k" "${tests[@]}"; done
+		dkms_check
+	fi
+	[[ $lane == debug || $lane == all ]] && debug_lane
+fi
 
 echo "$npass passed, $nfail failed"
 ((nfail == 0))

@@ -16,6 +16,7 @@ pkgs=(
 	openssl    # the tests' data patterns (tests/lib.sh)
 	python3          # make bench's report (scripts/bench-report.py)
 	python3-docutils # make lint: the documentation parses (docrefs.sh)
+	dkms             # dkms.conf, checked in make check's reach lane
 	# building the debug kernel (make check-debug)
 	bc bison flex libelf-dev libssl-dev
 )

@@ -5,6 +5,8 @@
 #
 #   mkinitramfs.sh              for the Debian kernel (9p as modules)
 #   mkinitramfs.sh --builtin    for a kernel with 9p built in (debug lane)
+#   mkinitramfs.sh --kernel-dir DIR   for a kernel scripts/kernel.sh
+#                               unpacked in DIR (its modules there)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -13,17 +15,28 @@ busybox=/bin/busybox
 [[ -x $busybox ]] || die "busybox-static missing (run: make deps)"
 init=$SSDQ_REPO/scripts/guest-init.sh
 
-if [[ ${1:-} == --builtin ]]; then
+moddir=()
+case ${1:-} in
+--builtin)
 	kver=builtin-9p
-	mods=
-else
+	;;
+--kernel-dir)
+	kver=$(cat "$2/kver")
+	moddir=(-d "$2")
+	;;
+*)
 	kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
-	# 9p over virtio, plus dependencies, in load order. virtio/virtio_pci
-	# are built into the Debian kernel; --show-depends lists them as
-	# "builtin". One module per call: modprobe takes further words as
-	# module parameters.
-	mods=$(for m in 9pnet_virtio 9p; do modprobe -S "$kver" --show-depends "$m"; done |
-		awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
+	;;
+esac
+mods=
+if [[ $kver != builtin-9p ]]; then
+	# 9p over virtio-pci, plus dependencies, in load order. Debian's 6.12
+	# has virtio and virtio_pci built in (--show-depends says "builtin"),
+	# its 6.1 as modules. One module per call: modprobe takes further
+	# words as module parameters.
+	mods=$(for m in virtio_pci 9pnet_virtio 9p; do
+		modprobe "${moddir[@]}" -S "$kver" --show-depends "$m"
+	done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
 	[[ -n $mods ]] || die "modprobe --show-depends found no 9p modules for $kver"
 fi
 out=$SSDQ_BUILD/initramfs-$kver.cpio.gz

@@ -16,6 +16,9 @@
 #                       acpi=noirq (QEMU's _PRT AML loops time out for
 #                       minutes on it under TCG otherwise),
 #                       kasan_multi_shot, its modules on /lib/modules
+#   --kernel-dir DIR    boot another Debian kernel, unpacked in DIR by
+#                       scripts/kernel.sh (e.g. 6.1), its modules on
+#                       /lib/modules
 #   --trace EV[,EV...]  enable QEMU trace events (e.g. pci_nvme_mmio_doorbell_sq),
 #                       logged to $OUT/qemu-trace.log, which the guest reads
 #                       live at $SSDQ_QEMU_TRACE (same path; the event list
@@ -55,6 +58,7 @@ lbs=
 img_mb=512
 console=0
 debug_dir=
+kernel_dir=
 trace=${SSDQ_TRACE_EVENTS:-}
 while (($#)); do
 	case $1 in
@@ -65,6 +69,7 @@ while (($#)); do
 	--console) console=1; shift ;;
 	--trace) trace=$2; shift 2 ;;
 	--debug-kernel) debug_dir=$2; shift 2 ;;
+	--kernel-dir) kernel_dir=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "vm.sh: unknown option $1" ;;
 	*) break ;;
@@ -86,6 +91,14 @@ if [[ -n $debug_dir ]]; then
 	append="acpi=noirq kasan_multi_shot ssdq_modules=$mods"
 	initrd_args=(--builtin)
 	: "${SSDQ_ACCEL:=tcg}"
+elif [[ -n $kernel_dir ]]; then
+	[[ -f $kernel_dir/ready ]] || die "--kernel-dir $kernel_dir: no kernel there (scripts/kernel.sh)"
+	kver=$(cat "$kernel_dir/kver")
+	kernel=$kernel_dir/vmlinuz
+	mods=$kernel_dir/lib/modules
+	[[ $mods =~ ^[A-Za-z0-9_./+-]+$ ]] || die "kernel path '$mods' has unusual characters"
+	append="ssdq_modules=$mods"
+	initrd_args=(--kernel-dir "$kernel_dir")
 else
 	kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"
 	kernel=/boot/vmlinuz-$kver

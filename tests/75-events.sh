@@ -78,6 +78,9 @@ echo direct >"$SYS/irq/mode"
 r0=$(rec resets)
 echo 1 >"$DBG/fault/drop_completions"
 wait_for $((IO_TIMEOUT * 10)) "the reset after the dropped completion" grew "$r0" rec resets
+# The counter moves as the reset starts, its event when it ends.
+reset_traced() { grep -q ' ssdq_reset: ' "$TRACEFS/trace"; }
+wait_for 30 "the reset's ssdq_reset event" reset_traced
 
 trace_stop "$T_DIR/events.txt"
 kill -INT "$fpid"

@@ -39,6 +39,8 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 
+#include <ssdq/compat.h>
+
 struct seq_file;
 
 /* ssdq always runs the controller with 4 KiB memory pages (CC.MPS = 0). */
@@ -595,7 +597,7 @@ extern const struct attribute_group ssdq_recovery_attr_group;
 /* io.c */
 blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 			   const struct blk_mq_queue_data *bd);
-void ssdq_queue_rqs(struct rq_list *rqlist);
+void ssdq_queue_rqs(ssdq_plug_list_t *plug_list);
 void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
 int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob);
 void ssdq_complete_rq(struct request *req);

@@ -155,7 +155,7 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	if (ret)
 		return ret;
 
-	dev->bar = pcim_iomap_region(pdev, 0, "ssdq");
+	dev->bar = ssdq_pcim_iomap_bar0(pdev, "ssdq");
 	if (IS_ERR(dev->bar))
 		return PTR_ERR(dev->bar);
 	dev->bar_len = pci_resource_len(pdev, 0);

@@ -5,7 +5,6 @@
  * them, the queue limits, and the gendisk users see as /dev/ssdqN with each
  * technique's switches (sysfs) and counters (debugfs).
  */
-#include <linux/blk-mq-pci.h>
 #include <linux/debugfs.h>
 #include <linux/dmapool.h>
 
@@ -35,7 +34,7 @@ static void ssdq_map_queues(struct blk_mq_tag_set *set)
 
 	map->nr_queues = ssdq_nr_irq_queues(dev);
 	map->queue_offset = 0;
-	blk_mq_pci_map_queues(map, dev->pdev, 1);
+	ssdq_map_hw_queues(map, dev->pdev, 1);
 	ssdq_poll_map_queues(set);
 }
 
@@ -103,14 +102,20 @@ static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
 	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES)
 		lim->max_write_zeroes_sectors =
 			(U16_MAX + 1) << (dev->lba_shift - SECTOR_SHIFT);
+}
+
+static blk_features_t ssdq_disk_features(struct ssdq_dev *dev)
+{
+	blk_features_t features = 0;
 
 	if (dev->vwc & NVME_CTRL_VWC_PRESENT)
-		lim->features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+		features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
 	/* An SSD needs no seek-avoiding elevator and gives no entropy. */
 	if (ssdq_params.rotational)
-		lim->features |= BLK_FEAT_ROTATIONAL;
+		features |= BLK_FEAT_ROTATIONAL;
 	if (ssdq_params.add_random)
-		lim->features |= BLK_FEAT_ADD_RANDOM;
+		features |= BLK_FEAT_ADD_RANDOM;
+	return features;
 }
 
 static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
@@ -125,7 +130,7 @@ static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
 	set->queue_depth = dev->io_depth - 1;
 	set->numa_node = dev_to_node(&dev->pdev->dev);
 	set->cmd_size = sizeof(struct ssdq_iod);
-	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->flags = SSDQ_TAG_SET_FLAGS;
 	set->timeout = ssdq_params.io_timeout * HZ;
 	set->driver_data = dev;
 	return blk_mq_alloc_tag_set(set);
@@ -149,7 +154,8 @@ int ssdq_disk_add(struct ssdq_dev *dev)
 		goto destroy_pool;
 
 	ssdq_set_limits(dev, &lim);
-	disk = blk_mq_alloc_disk(&dev->tag_set, &lim, dev);
+	disk = ssdq_alloc_disk(&dev->tag_set, &lim, ssdq_disk_features(dev),
+			       dev);
 	if (IS_ERR(disk)) {
 		ret = PTR_ERR(disk);
 		goto free_tag_set;

@@ -176,7 +176,7 @@ static blk_status_t ssdq_map_data(struct ssdq_dev *dev, struct request *req,
 	if (sg_alloc_table_chained(&iod->sgt, blk_rq_nr_phys_segments(req),
 				   iod->inline_sg, SSDQ_INLINE_SGES))
 		return BLK_STS_RESOURCE;
-	iod->sg_count = blk_rq_map_sg(req->q, req, iod->sgt.sgl);
+	iod->sg_count = ssdq_rq_map_sg(req, iod->sgt.sgl);
 	if (!iod->sg_count) {
 		sts = BLK_STS_IOERR;
 		goto free_sgt;
@@ -310,16 +310,17 @@ void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx)
 }
 
 /* Copy a run of prepared requests into one SQ under one lock hold. */
-static void ssdq_submit_batch(struct ssdq_queue *q, struct rq_list *batch)
+static void ssdq_submit_batch(struct ssdq_queue *q,
+			      struct ssdq_rq_list *batch)
 {
 	bool ring_each = ssdq_plug_ring_now(q, false);
 	struct request *req;
 	unsigned int n = 0;
 
-	if (rq_list_empty(batch))
+	if (ssdq_rq_list_empty(batch))
 		return;
 	spin_lock(&q->sq_lock);
-	while ((req = rq_list_pop(batch))) {
+	while ((req = ssdq_rq_list_pop(batch))) {
 		ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
 		n++;
 		if (ring_each)
@@ -335,26 +336,28 @@ static void ssdq_submit_batch(struct ssdq_queue *q, struct rq_list *batch)
  * hardware queue form one batch. A request that cannot be prepared stays on
  * the list, and blk-mq sends it through ->queue_rq, which reports its error.
  */
-void ssdq_queue_rqs(struct rq_list *rqlist)
+void ssdq_queue_rqs(ssdq_plug_list_t *plug_list)
 {
-	struct rq_list batch = { }, leftover = { };
+	struct ssdq_rq_list rqlist = ssdq_rq_list_take(plug_list);
+	struct ssdq_rq_list batch = { }, leftover = { };
 	struct ssdq_queue *q = NULL;
 	struct request *req;
 
-	while ((req = rq_list_pop(rqlist))) {
+	while ((req = ssdq_rq_list_pop(&rqlist))) {
 		struct ssdq_queue *hq = req->mq_hctx->driver_data;
 
 		if (q && q != hq)
 			ssdq_submit_batch(q, &batch);
 		q = hq;
+		ssdq_rq_record_tag(req);
 		if (ssdq_prep_rq(q, req) == BLK_STS_OK)
-			rq_list_add_tail(&batch, req);
+			ssdq_rq_list_add_tail(&batch, req);
 		else
-			rq_list_add_tail(&leftover, req);
+			ssdq_rq_list_add_tail(&leftover, req);
 	}
 	if (q)
 		ssdq_submit_batch(q, &batch);
-	*rqlist = leftover;
+	ssdq_rq_list_give_back(plug_list, &leftover);
 }
 
 /* ---- reap: CQE to request */

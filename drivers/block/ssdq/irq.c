@@ -178,9 +178,8 @@ int ssdq_irq_request(struct ssdq_queue *q)
 	if (q->qid) {
 		irq_poll_init(&q->iop, READ_ONCE(dev->irq_budget),
 			      ssdq_irqpoll);
-		hrtimer_init(&q->defer_timer, CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL);
-		q->defer_timer.function = ssdq_defer_timer;
+		ssdq_hrtimer_setup(&q->defer_timer, ssdq_defer_timer,
+				   CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	}
 	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
 			      "ssdq%dq%u", dev->instance, q->qid);

@@ -200,3 +200,4 @@ module_exit(ssdq_exit);
 
 MODULE_DESCRIPTION("ssdq: reference blk-mq driver for NVMe SSDs");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SSDQ_VERSION);

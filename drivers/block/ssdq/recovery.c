@@ -88,7 +88,7 @@ static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 	unsigned int qid;
 	int ret;
 
-	blk_mq_quiesce_tagset(&dev->tag_set);
+	ssdq_quiesce_tagset(&dev->tag_set);
 	ret = ssdq_ctrl_stop_dma(dev, shutdown);
 	if (ret) {
 		/* It may still be running: never reuse it. */
@@ -125,7 +125,7 @@ static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 static void ssdq_resume_io(struct ssdq_dev *dev)
 {
 	ssdq_set_irqs(dev, true);
-	blk_mq_unquiesce_tagset(&dev->tag_set);
+	ssdq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
 }
 
@@ -173,7 +173,7 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 			 ssdq_result_str(&m, ret));
 		ssdq_fail_locked(dev, failed.s);
 	}
-	blk_mq_unquiesce_tagset(&dev->tag_set);
+	ssdq_unquiesce_tagset(&dev->tag_set);
 	blk_mq_kick_requeue_list(dev->disk->queue);
 	ms = ktime_ms_delta(ktime_get(), start);
 	trace_ssdq_reset(dev, why, ret, ms);

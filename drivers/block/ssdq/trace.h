@@ -195,7 +195,7 @@ TRACE_EVENT(ssdq_irqpoll_round,
 		ssdq_tp_assign_reap(q);
 		__entry->found = found;
 		__entry->budget = budget;
-		__assign_str(next);
+		ssdq_assign_str(next, next);
 	),
 	TP_printk("ssdq%d q%u found=%d budget=%d by=%s next=%s",
 		  __entry->instance, __entry->qid, __entry->found,
@@ -226,7 +226,7 @@ TRACE_EVENT(ssdq_reset,
 	),
 	TP_fast_assign(
 		__entry->instance = dev->instance;
-		__assign_str(why);
+		ssdq_assign_str(why, why);
 		__entry->ret = ret;
 		__entry->ms = ms;
 	),

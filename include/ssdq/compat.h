@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ssdq's reach across kernels: from Debian 12's 6.1 to the newest stable.
+ *
+ * By feature, never by version number: distributions backport (Debian's
+ * 6.12.25+ already has struct rq_list and blk_mq_map_hw_queues, its 6.1
+ * NVME_STATUS_DNR), and enum members cannot be tested with #ifdef. Kbuild
+ * greps the target kernel's headers once per build and passes
+ * -DSSDQ_HAVE_<FEATURE> for each feature it finds (the probe list is in
+ * Kbuild; a build with SSDQ_COMPAT_REPORT=1 prints what was found). The driver's own
+ * files are written against the newest API and call the ssdq_* wrappers
+ * below where kernels differ; each wrapper's old-kernel half does what
+ * the newer kernel does for it. Documentation/kernels.rst lists the
+ * differences a user can see.
+ */
+#ifndef _SSDQ_COMPAT_H
+#define _SSDQ_COMPAT_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/hrtimer.h>
+#include <linux/nvme.h>
+#include <linux/pci.h>
+#ifndef SSDQ_HAVE_MAP_HW_QUEUES
+#include <linux/blk-mq-pci.h>
+#endif
+
+/* ---- NVMe (<linux/nvme.h>) */
+
+#ifndef SSDQ_HAVE_NVME_SCT_SC_MASK	/* 6.10: status type and code */
+#define NVME_SCT_SC_MASK	0x07ff
+#endif
+#ifndef SSDQ_HAVE_NVME_STATUS_DNR	/* 6.10, or a backport */
+#define NVME_STATUS_DNR		NVME_SC_DNR
+#define NVME_STATUS_MORE	NVME_SC_MORE
+#define NVME_STATUS_CRD		NVME_SC_CRD
+#endif
+
+/* ---- PCI */
+
+/* BAR0, requested and mapped for the device's (managed) lifetime. */
+static inline void __iomem *ssdq_pcim_iomap_bar0(struct pci_dev *pdev,
+						 const char *name)
+{
+#ifdef SSDQ_HAVE_PCIM_IOMAP_REGION	/* 6.11 */
+	return pcim_iomap_region(pdev, 0, name);
+#else
+	int ret = pcim_iomap_regions(pdev, BIT(0), name);
+
+	if (ret)
+		return IOMEM_ERR_PTR(ret);
+	return pcim_iomap_table(pdev)[0];
+#endif
+}
+
+/* ---- blk-mq */
+
+/*
+ * A request list as ->queue_rqs() gets it: struct rq_list (head and tail)
+ * since 6.13 (and Debian's 6.12.25+), a bare singly linked list before.
+ */
+#ifdef SSDQ_HAVE_STRUCT_RQ_LIST
+#define ssdq_rq_list		rq_list
+#define ssdq_rq_list_empty	rq_list_empty
+#define ssdq_rq_list_pop	rq_list_pop
+#define ssdq_rq_list_add_tail	rq_list_add_tail
+#else
+struct ssdq_rq_list {
+	struct request *head;
+	struct request *tail;
+};
+
+static inline bool ssdq_rq_list_empty(const struct ssdq_rq_list *l)
+{
+	return !l->head;
+}
+
+static inline void ssdq_rq_list_add_tail(struct ssdq_rq_list *l,
+					 struct request *rq)
+{
+	rq->rq_next = NULL;
+	if (l->tail)
+		l->tail->rq_next = rq;
+	else
+		l->head = rq;
+	l->tail = rq;
+}
+
+static inline struct request *ssdq_rq_list_pop(struct ssdq_rq_list *l)
+{
+	struct request *rq = l->head;
+
+	if (rq) {
+		l->head = rq->rq_next;
+		if (!l->head)
+			l->tail = NULL;
+		rq->rq_next = NULL;
+	}
+	return rq;
+}
+
+#endif
+
+/* ->queue_rqs()'s list head, as this kernel declares it (a pointer to it). */
+#ifdef SSDQ_HAVE_STRUCT_RQ_LIST
+#define ssdq_plug_list_t	struct rq_list
+#else
+#define ssdq_plug_list_t	struct request *
+#endif
+
+/*
+ * ->queue_rqs() takes the list as the kernel has it; the driver works on a
+ * struct ssdq_rq_list and hands back what it left.
+ */
+static inline struct ssdq_rq_list ssdq_rq_list_take(ssdq_plug_list_t *arg)
+{
+#ifdef SSDQ_HAVE_STRUCT_RQ_LIST
+	struct ssdq_rq_list l = *arg;
+
+	*arg = (struct ssdq_rq_list){ };
+	return l;
+#else
+	struct ssdq_rq_list l = { .head = *arg };
+	struct request *rq;
+
+	for (rq = l.head; rq; rq = rq->rq_next)
+		l.tail = rq;
+	*arg = NULL;
+	return l;
+#endif
+}
+
+static inline void ssdq_rq_list_give_back(ssdq_plug_list_t *arg,
+					  struct ssdq_rq_list *l)
+{
+#ifdef SSDQ_HAVE_STRUCT_RQ_LIST
+	*arg = *l;
+#else
+	*arg = l->head;
+#endif
+}
+
+/*
+ * A request that ->queue_rqs() submits must be found by its tag when its
+ * CQE comes (blk_mq_tag_to_rq()). 6.12's blk_mq_start_request() records
+ * it in tags->rqs[]; 6.1's left that to the ->queue_rq dispatch
+ * (blk_mq_get_driver_tag()), which a flushed plug list skips, so its nvme
+ * did it itself (nvme_prep_rq_batch()). Doing it again where the core
+ * already did is harmless; and the difference is in blk-mq.c, which no
+ * header probe can see.
+ */
+static inline void ssdq_rq_record_tag(struct request *req)
+{
+	req->mq_hctx->tags->rqs[req->tag] = req;
+}
+
+/* Each CPU to the queue whose vector is affine to it. */
+static inline void ssdq_map_hw_queues(struct blk_mq_queue_map *map,
+				      struct pci_dev *pdev, unsigned int offset)
+{
+#ifdef SSDQ_HAVE_MAP_HW_QUEUES		/* 6.14, or a backport */
+	blk_mq_map_hw_queues(map, &pdev->dev, offset);
+#else
+	blk_mq_pci_map_queues(map, pdev, offset);
+#endif
+}
+
+/* Merging became blk-mq's default (7.0) when the flag went. */
+#ifdef SSDQ_HAVE_BLK_MQ_F_SHOULD_MERGE
+#define SSDQ_TAG_SET_FLAGS	BLK_MQ_F_SHOULD_MERGE
+#else
+#define SSDQ_TAG_SET_FLAGS	0
+#endif
+
+static inline int ssdq_rq_map_sg(struct request *req, struct scatterlist *sgl)
+{
+#ifdef SSDQ_HAVE_RQ_MAP_SG_2		/* 6.15: no queue argument */
+	return blk_rq_map_sg(req, sgl);
+#else
+	return blk_rq_map_sg(req->q, req, sgl);
+#endif
+}
+
+/* Quiesce every queue of a tag set, and wait for the running ones. */
+static inline void ssdq_quiesce_tagset(struct blk_mq_tag_set *set)
+{
+#ifdef SSDQ_HAVE_QUIESCE_TAGSET		/* 6.2 */
+	blk_mq_quiesce_tagset(set);
+#else
+	struct request_queue *q;
+
+	mutex_lock(&set->tag_list_lock);
+	list_for_each_entry(q, &set->tag_list, tag_set_list)
+		blk_mq_quiesce_queue(q);
+	mutex_unlock(&set->tag_list_lock);
+#endif
+}
+
+static inline void ssdq_unquiesce_tagset(struct blk_mq_tag_set *set)
+{
+#ifdef SSDQ_HAVE_QUIESCE_TAGSET
+	blk_mq_unquiesce_tagset(set);
+#else
+	struct request_queue *q;
+
+	mutex_lock(&set->tag_list_lock);
+	list_for_each_entry(q, &set->tag_list, tag_set_list)
+		blk_mq_unquiesce_queue(q);
+	mutex_unlock(&set->tag_list_lock);
+#endif
+}
+
+/*
+ * The disk, with its limits and features. Since 6.11 both go to
+ * blk_mq_alloc_disk() in struct queue_limits (features since 6.11, limits
+ * since 6.9); before, they are set on the queue one by one. Old kernels
+ * get ssdq's own bits for the features it uses.
+ */
+#ifndef SSDQ_HAVE_BLK_FEAT
+#define blk_features_t		unsigned int
+#define BLK_FEAT_WRITE_CACHE	BIT(0)
+#define BLK_FEAT_FUA		BIT(1)
+#define BLK_FEAT_ROTATIONAL	BIT(2)
+#define BLK_FEAT_ADD_RANDOM	BIT(3)
+#endif
+
+#ifndef SSDQ_HAVE_ALLOC_DISK_LIMITS
+static inline void ssdq_apply_limits(struct request_queue *q,
+				     const struct queue_limits *lim,
+				     blk_features_t features)
+{
+	blk_queue_logical_block_size(q, lim->logical_block_size);
+	blk_queue_physical_block_size(q, lim->physical_block_size);
+	blk_queue_io_min(q, lim->io_min);
+	blk_queue_max_hw_sectors(q, lim->max_hw_sectors);
+	blk_queue_max_segments(q, lim->max_segments);
+	blk_queue_virt_boundary(q, lim->virt_boundary_mask);
+	blk_queue_dma_alignment(q, lim->dma_alignment);
+	if (lim->max_hw_discard_sectors) {
+		blk_queue_max_discard_sectors(q, lim->max_hw_discard_sectors);
+		blk_queue_max_discard_segments(q, lim->max_discard_segments);
+		q->limits.discard_granularity = lim->discard_granularity;
+	}
+	blk_queue_max_write_zeroes_sectors(q, lim->max_write_zeroes_sectors);
+	blk_queue_write_cache(q, features & BLK_FEAT_WRITE_CACHE,
+			      features & BLK_FEAT_FUA);
+	/* Before 6.11 a new queue was non-rotational only if told so. */
+	if (features & BLK_FEAT_ROTATIONAL)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+	if (features & BLK_FEAT_ADD_RANDOM)
+		blk_queue_flag_set(QUEUE_FLAG_ADD_RANDOM, q);
+	else
+		blk_queue_flag_clear(QUEUE_FLAG_ADD_RANDOM, q);
+}
+#endif
+
+static inline struct gendisk *ssdq_alloc_disk(struct blk_mq_tag_set *set,
+					      struct queue_limits *lim,
+					      blk_features_t features,
+					      void *queuedata)
+{
+#ifdef SSDQ_HAVE_ALLOC_DISK_LIMITS
+	lim->features |= features;
+	return blk_mq_alloc_disk(set, lim, queuedata);
+#else
+	struct gendisk *disk = blk_mq_alloc_disk(set, queuedata);
+
+	if (!IS_ERR(disk))
+		ssdq_apply_limits(disk->queue, lim, features);
+	return disk;
+#endif
+}
+
+/* ---- timers and tracing */
+
+static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
+				      enum hrtimer_restart (*fn)(struct hrtimer *),
+				      clockid_t clock, enum hrtimer_mode mode)
+{
+#ifdef SSDQ_HAVE_HRTIMER_SETUP		/* 6.13 */
+	hrtimer_setup(timer, fn, clock, mode);
+#else
+	hrtimer_init(timer, clock, mode);
+	timer->function = fn;
+#endif
+}
+
+/* In TP_fast_assign: the string's source is named once since 6.10. */
+#ifdef SSDQ_HAVE_ASSIGN_STR_1
+#define ssdq_assign_str(dst, src)	do { (void)(src); __assign_str(dst); } while (0)
+#else
+#define ssdq_assign_str(dst, src)	__assign_str(dst, src)
+#endif
+
+#endif /* _SSDQ_COMPAT_H */
