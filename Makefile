@@ -8,7 +8,8 @@
 #                        (KASAN, lockdep, kmemleak, UBSAN; built once, cached)
 #   make check-prod      only the first lane; make check-debug only the debug
 #                        one; make check-reach only the other kernels' subset
-#   make check KERNEL=6.1   every test on Debian 12's 6.1 (KERNEL=6.12: prod)
+#   make check KERNEL=6.1   every test on Debian 12's 6.1 (KERNEL=6.12: prod,
+#                        KERNEL=newest: 7.3, built from Debian's source)
 #   make debug-kernel    build (or find) the cached debug kernel, print its dir
 #   make lint            checkpatch --strict, sparse, W=1; shellcheck of the harness
 #   make deps            install missing Debian packages (root)

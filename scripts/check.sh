@@ -19,8 +19,9 @@
 #          named <test>-6.1.
 #
 #   scripts/check.sh [--lane prod|reach|debug|all]   (default all)
-#   scripts/check.sh --kernel 6.1|6.12               every prod test on
-#                                                    that kernel
+#   scripts/check.sh --kernel 6.1|6.12|newest        every prod test on
+#                                                    that kernel (newest:
+#                                                    7.3, scripts/kernel.sh)
 #
 # A test runs in both lanes unless its header says "# lanes: debug" (or
 # prod). Env: DUT=ssdq|nvme (nvme: run the tests against the kernel's
@@ -48,7 +49,8 @@ case $lane in prod | reach | debug | all) ;; *) die "--lane takes prod, reach, d
 case $kernel in
 '' | 6.1) ;;
 6.12) kernel='' lane=prod ;;
-*) die "--kernel takes 6.1 or 6.12, not '$kernel'" ;;
+newest) ;;
+*) die "--kernel takes 6.1, 6.12 or newest, not '$kernel'" ;;
 esac
 [[ -z $kernel ]] || lane=kernel
 # The reach lane: each technique's own test, on each other kernel.
@@ -235,7 +237,7 @@ kernel_lane() { # name test...
 	kver=$(cat "$dir/kver")
 	if [[ $DUT == ssdq ]]; then
 		note "building ssdq.ko against $kver"
-		if ! build_ko_copy "/lib/modules/$kver/build" "$name"; then
+		if ! build_ko_copy "$dir/build" "$name"; then
 			result FAIL "build-$name" "$(grep -m1 -E 'error|warning' "$out/build-$name.log" || echo "see build/check/build-$name.log")"
 			for n; do result FAIL "$n-$name" "not run: build failed"; done
 			return 0

@@ -98,6 +98,8 @@ elif [[ -n $kernel_dir ]]; then
 	mods=$kernel_dir/lib/modules
 	[[ $mods =~ ^[A-Za-z0-9_./+-]+$ ]] || die "kernel path '$mods' has unusual characters"
 	append="ssdq_modules=$mods"
+	# What that kernel needs on its command line (kernel.sh writes it).
+	[[ -s $kernel_dir/append ]] && append="$(cat "$kernel_dir/append") $append"
 	initrd_args=(--kernel-dir "$kernel_dir")
 else
 	kver=$(ssdq_kver) || die "no 6.12*-amd64 kernel installed (run: make deps)"

@@ -584,6 +584,8 @@ int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
 bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
 
 /* recovery.c */
+int __init ssdq_recovery_wq_init(void);
+void ssdq_recovery_wq_exit(void);
 void ssdq_recovery_init(struct ssdq_dev *dev);
 enum blk_eh_timer_return ssdq_timeout(struct request *req);
 bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);

@@ -181,10 +181,15 @@ static int __init ssdq_init(void)
 	ret = ssdq_params_check();
 	if (ret)
 		return ret;
+	ret = ssdq_recovery_wq_init();
+	if (ret)
+		return ret;
 	ssdq_debugfs_root = debugfs_create_dir("ssdq", NULL);
 	ret = pci_register_driver(&ssdq_pci_driver);
-	if (ret)
+	if (ret) {
 		debugfs_remove_recursive(ssdq_debugfs_root);
+		ssdq_recovery_wq_exit();
+	}
 	return ret;
 }
 
@@ -192,6 +197,7 @@ static void __exit ssdq_exit(void)
 {
 	pci_unregister_driver(&ssdq_pci_driver);
 	debugfs_remove_recursive(ssdq_debugfs_root);
+	ssdq_recovery_wq_exit();
 	ida_destroy(&ssdq_instance_ida);
 }
 

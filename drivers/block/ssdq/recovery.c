@@ -356,13 +356,33 @@ void ssdq_recovery_init(struct ssdq_dev *dev)
 }
 
 /*
+ * Requested resets run on ssdq's own workqueue: unbound, as a reset sleeps
+ * for seconds, and with a rescuer (WQ_MEM_RECLAIM), as the writes it
+ * brings back may be what frees memory. (The kernel's shared unbound
+ * queue has neither guarantee, and is deprecated since 7.0.)
+ */
+static struct workqueue_struct *ssdq_reset_wq;
+
+int __init ssdq_recovery_wq_init(void)
+{
+	ssdq_reset_wq = alloc_workqueue("ssdq_reset",
+					WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return ssdq_reset_wq ? 0 : -ENOMEM;
+}
+
+void ssdq_recovery_wq_exit(void)
+{
+	destroy_workqueue(ssdq_reset_wq);
+}
+
+/*
  * recovery/reset: the writer waits for the reset, but does not run it: a
  * fatal signal to it would cut ssdq_wait_ready() short and leave the
  * controller dead.
  */
 static int ssdq_recovery_reset(struct ssdq_dev *dev, unsigned int val)
 {
-	queue_work(system_unbound_wq, &dev->reset_work);
+	queue_work(ssdq_reset_wq, &dev->reset_work);
 	flush_work(&dev->reset_work);
 	return READ_ONCE(dev->reset_result);
 }
