@@ -39,3 +39,21 @@ ssdq_kdir() {
 	v=$(ssdq_kver) || return 1
 	echo "/lib/modules/$v/build"
 }
+
+# Build the configured kernel tree DIR/src (bzImage and modules) and install
+# it as the VM boots it: the image at IMAGE, the modules under
+# MODROOT/lib/modules/<release>. Prints the release; log in DIR/build.log.
+# (scripts/debug-kernel.sh, scripts/kernel.sh newest)
+ssdq_build_kernel() { # dir image modroot what jobs
+	local dir=$1 image=$2 modroot=$3 what=$4 jobs=$5
+	if ! make -C "$dir/src" -j"$jobs" bzImage modules >"$dir/build.log" 2>&1; then
+		grep -m3 -E 'error|Error' "$dir/build.log" >&2 || tail -n 5 "$dir/build.log" >&2
+		die "$what build failed (see $dir/build.log)"
+	fi
+	rm -rf "${modroot:?}/lib"
+	make -C "$dir/src" -s INSTALL_MOD_PATH="$modroot" INSTALL_MOD_STRIP=1 \
+		DEPMOD=/sbin/depmod modules_install >>"$dir/build.log" 2>&1 ||
+		die "$what modules_install failed (see $dir/build.log)"
+	cp "$dir/src/arch/x86/boot/bzImage" "$image"
+	make -C "$dir/src" -s kernelrelease
+}

@@ -92,16 +92,7 @@ fi
 jobs=${SSDQ_DEBUG_JOBS:-$(nproc)}
 note "debug kernel: building with -j$jobs (about 20 min on 2 cores; log: $dir/build.log)"
 start=$SECONDS
-if ! make -C "$dir/src" -j"$jobs" bzImage modules >"$dir/build.log" 2>&1; then
-	grep -m3 -E 'error|Error' "$dir/build.log" >&2 || tail -n 5 "$dir/build.log" >&2
-	die "debug kernel build failed (see $dir/build.log)"
-fi
-kver=$(make -C "$dir/src" -s kernelrelease)
-rm -rf "$dir/modroot"
-make -C "$dir/src" -s INSTALL_MOD_PATH="$dir/modroot" INSTALL_MOD_STRIP=1 \
-	DEPMOD=/sbin/depmod modules_install >>"$dir/build.log" 2>&1 ||
-	die "debug kernel modules_install failed (see $dir/build.log)"
-cp "$dir/src/arch/x86/boot/bzImage" "$dir/bzImage"
+kver=$(ssdq_build_kernel "$dir" "$dir/bzImage" "$dir/modroot" "debug kernel" "$jobs")
 cp "$dir/src/.config" "$dir/config"
 echo "$kver" >"$dir/kver"
 touch "$dir/ready"

@@ -141,16 +141,7 @@ newest() {
 	jobs=${SSDQ_KERNEL_JOBS:-$(nproc)}
 	note "$pkg: building with -j$jobs (log: $dir/build.log)"
 	start=$SECONDS
-	if ! make -C "$dir/src" -j"$jobs" bzImage modules >"$dir/build.log" 2>&1; then
-		grep -m3 -E 'error|Error' "$dir/build.log" >&2 || tail -n 5 "$dir/build.log" >&2
-		die "$pkg build failed (see $dir/build.log)"
-	fi
-	kver=$(make -C "$dir/src" -s kernelrelease)
-	rm -rf "${dir:?}/lib"
-	make -C "$dir/src" -s INSTALL_MOD_PATH="$dir" INSTALL_MOD_STRIP=1 \
-		DEPMOD=/sbin/depmod modules_install >>"$dir/build.log" 2>&1 ||
-		die "$pkg modules_install failed (see $dir/build.log)"
-	cp "$dir/src/arch/x86/boot/bzImage" "$dir/vmlinuz"
+	kver=$(ssdq_build_kernel "$dir" "$dir/vmlinuz" "$dir" "$pkg" "$jobs")
 	ln -sfn src "$dir/build"
 	# QEMU's _PRT AML loops time out for minutes on a defconfig kernel under
 	# TCG without it (debug-lane.rst).
