@@ -31,14 +31,19 @@ mkdir -p "$root"
 # ---- Debian 12's 6.1: a prebuilt image and its headers
 
 debian_6_1() {
-	local kver dir
+	local kver dir ready
+	# Cold cache: the package lists may name an ABI the mirror has dropped.
+	ready=("$root"/6.1.0-*-amd64/ready)
+	[[ -f ${ready[0]} ]] || apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 ||
+		note "apt-get update failed; trying the lists apt has"
 	kver=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' 2>/dev/null |
 		awk '{ print $1 }' | sed 's/^linux-image-//' | sort -V | tail -n1)
 	[[ -n $kver ]] || die "apt knows no linux-image-6.1.0-*-amd64 (apt-get update? bookworm in the apt sources?)"
 	dir=$root/$kver
 	if [[ ! -d /lib/modules/$kver/build ]]; then
 		note "installing linux-headers-$kver"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+			--no-install-recommends \
 			"linux-headers-$kver" >&2 || die "apt-get install linux-headers-$kver failed"
 	fi
 	if [[ ! -f $dir/ready ]]; then
