@@ -359,7 +359,7 @@ void ssdq_recovery_init(struct ssdq_dev *dev)
  * Requested resets run on ssdq's own workqueue: unbound, as a reset sleeps
  * for seconds, and with a rescuer (WQ_MEM_RECLAIM), as the writes it
  * brings back may be what frees memory. (The kernel's shared unbound
- * queue has neither guarantee, and is deprecated since 7.0.)
+ * queue has no rescuer, and is deprecated since 7.0.)
  */
 static struct workqueue_struct *ssdq_reset_wq;
 
