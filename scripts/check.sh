@@ -80,12 +80,16 @@ result() { # PASS|FAIL name [reason]
 	fi
 }
 
-all_tests() { # lane -> names of tests/NN-name.sh, in order, optionally filtered
-	local f n lanes
+# A test's header may also say "# boot: pcie": it then runs in a boot of
+# its own on the PCI Express machine (vm.sh --pcie), not in the main one.
+all_tests() { # lane [boot] -> names of tests/NN-name.sh, in order, optionally filtered
+	local f n lanes boot
 	for f in "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh; do
 		[[ $f == *.post.sh ]] && continue
 		lanes=$(sed -nE 's/^# lanes: (.*)/\1/p' "$f" | head -n1)
 		[[ -z $lanes || " $lanes " == *" $1 "* ]] || continue
+		boot=$(sed -nE 's/^# boot: (.*)/\1/p' "$f" | head -n1)
+		[[ ${boot:-main} == "${2:-main}" ]] || continue
 		n=${f##*/}
 		n=${n%.sh}
 		n=${n#[0-9][0-9]-}
@@ -157,8 +161,9 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 }
 
 prod_lane() {
-	local tests built=1 err kdir
+	local tests pcie built=1 err kdir
 	mapfile -t tests < <(all_tests prod)
+	mapfile -t pcie < <(all_tests prod pcie)
 	if [[ $DUT == ssdq ]]; then
 		kdir=$(ssdq_kdir) || kdir=
 		note "building ssdq.ko against ${kdir:-?}"
@@ -188,14 +193,20 @@ prod_lane() {
 		fi
 	fi
 
-	((${#tests[@]})) || return 0
+	((${#tests[@]} + ${#pcie[@]})) || return 0
 	if ((!built)); then
-		for n in "${tests[@]}"; do result FAIL "$n" "not run: build failed"; done
+		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n" "not run: build failed"; done
 		return 0
 	fi
-	boot_suite "$out/main" "" -t "${SSDQ_CHECK_TIMEOUT:-2400}" \
-		--img-mb "$img_mb" --trace "$trace_events" \
-		-- "${tests[@]}"
+	if ((${#tests[@]})); then
+		boot_suite "$out/main" "" -t "${SSDQ_CHECK_TIMEOUT:-2400}" \
+			--img-mb "$img_mb" --trace "$trace_events" \
+			-- "${tests[@]}"
+	fi
+	# PCI error recovery needs PCI Express: a boot of its own (q35).
+	if ((${#pcie[@]})); then
+		boot_suite "$out/pcie" "" -t 900 --img-mb "$img_mb" --pcie -- "${pcie[@]}"
+	fi
 	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
 	if [[ " ${tests[*]} " == *" load "* ]]; then
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 600 -- load
@@ -249,16 +260,19 @@ kernel_lane() { # name test...
 		--kernel-dir "$dir" -- "$@"
 }
 
+# SSDQ_DEBUG_TESTS narrows the debug lane only (CI's time budget: .ci/run).
+debug_tests() { # [boot]
+	local n
+	for n in $(all_tests debug "$@"); do
+		[[ -z ${SSDQ_DEBUG_TESTS:-} || " $SSDQ_DEBUG_TESTS " == *" $n "* ]] && echo "$n"
+	done
+}
+
 debug_lane() {
-	local tests dir n
-	mapfile -t tests < <(all_tests debug)
-	# SSDQ_DEBUG_TESTS narrows this lane only (CI's time budget: .ci/run).
-	if [[ -n ${SSDQ_DEBUG_TESTS:-} ]]; then
-		mapfile -t tests < <(for n in "${tests[@]}"; do
-			[[ " $SSDQ_DEBUG_TESTS " == *" $n "* ]] && echo "$n"
-		done)
-	fi
-	((${#tests[@]})) || return 0
+	local tests pcie dir n
+	mapfile -t tests < <(debug_tests)
+	mapfile -t pcie < <(debug_tests pcie)
+	((${#tests[@]} + ${#pcie[@]})) || return 0
 	note "debug kernel (scripts/debug-kernel.sh; cached outside the repo)"
 	# A background build that failed is not tried again (20 minutes).
 	if [[ -n ${bg_build:-} ]] && ! wait "$bg_build"; then
@@ -268,7 +282,7 @@ debug_lane() {
 	fi
 	if [[ -z $dir ]]; then
 		result FAIL debug-kernel "$(grep -m1 '^error' "$out/debug-kernel.log" || echo "see build/check/debug-kernel.log")"
-		for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: no debug kernel"; done
+		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: no debug kernel"; done
 		return 0
 	fi
 	result PASS debug-kernel
@@ -279,7 +293,7 @@ debug_lane() {
 		left=$((SSDQ_DEADLINE - $(date +%s)))
 		((left < tmo)) && tmo=$left
 		if ((tmo < 120)); then
-			for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: ${left}s left before SSDQ_DEADLINE"; done
+			for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: ${left}s left before SSDQ_DEADLINE"; done
 			return 0
 		fi
 	fi
@@ -287,7 +301,7 @@ debug_lane() {
 		note "building ssdq.ko against the debug kernel"
 		if ! build_ko_copy "$dir/src" debug; then
 			result FAIL build-debug "$(grep -m1 -E 'error|warning' "$out/build-debug.log" || echo "see build/check/build-debug.log")"
-			for n in "${tests[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
+			for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
 			return 0
 		fi
 		result PASS build-debug
@@ -295,11 +309,21 @@ debug_lane() {
 	# Several times slower than Debian's kernel under TCG: per-test
 	# timeouts scale; the tests themselves wait on conditions.
 	# Amounts of I/O that only add confidence shrink (IO_DIV in lib.sh).
+	if ((${#tests[@]})); then
+		debug_boot "$dir" "$out/debug" --trace "$trace_events" -- "${tests[@]}"
+	fi
+	if ((${#pcie[@]})); then
+		debug_boot "$dir" "$out/debug-pcie" --pcie -- "${pcie[@]}"
+	fi
+}
+
+debug_boot() { # kernel-dir bootdir vm-args... -- names...
+	local dir=$1 boot=$2
+	shift 2
 	SSDQ_KO=$out/debug-ko/ssdq.ko SSDQ_TIMEOUT_SCALE=${SSDQ_TIMEOUT_SCALE:-4} \
 		SSDQ_IO_DIV=${SSDQ_IO_DIV:-4} \
-		boot_suite "$out/debug" -debug -t "$tmo" \
-		--img-mb "$img_mb" --trace "$trace_events" \
-		--debug-kernel "$dir" -- "${tests[@]}"
+		boot_suite "$boot" -debug -t "$tmo" --img-mb "$img_mb" \
+		--debug-kernel "$dir" "$@"
 }
 
 # dkms.conf: DKMS builds ssdq for each kernel of the reach lane and for
@@ -327,8 +351,9 @@ reach_tests() {
 
 selected=$( {
 	[[ $lane == prod || $lane == all || $lane == kernel ]] && all_tests prod
+	[[ $lane == prod || $lane == all ]] && all_tests prod pcie
 	[[ $lane == reach || $lane == all ]] && reach_tests
-	[[ $lane == debug || $lane == all ]] && all_tests debug
+	[[ $lane == debug || $lane == all ]] && { debug_tests; debug_tests pcie; }
 } | wc -l)
 ((selected)) || result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-}, lane $lane)"
 # Both lanes and no cached debug kernel (CI, a fresh machine): build it

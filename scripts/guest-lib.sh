@@ -7,7 +7,9 @@
 # TCG (and about a second on the debug kernel): its libraries come over
 # 9p. So these are bash builtins only.
 
-PCI_DUT=0000:00:04.0 # serial ssdq0: the driver under test (ssdq, or nvme)
+# serial ssdq0: the driver under test (ssdq, or nvme); behind a root port
+# on the PCI Express machine (vm.sh --pcie)
+PCI_DUT=${SSDQ_PCI_DUT:-0000:00:04.0}
 PCI_REF=0000:00:05.0 # serial nvmeref: always the kernel's nvme
 
 # sleep(1) without a process: a read that times out on a pipe nobody

@@ -16,6 +16,10 @@
 #                       acpi=noirq (QEMU's _PRT AML loops time out for
 #                       minutes on it under TCG otherwise),
 #                       kasan_multi_shot, its modules on /lib/modules
+#   --pcie              a PCI Express machine (q35) with the device under test
+#                       behind a root port with AER, at 0000:01:00.0
+#                       ($SSDQ_PCI_DUT in the guest), so the kernel's AER
+#                       driver (and aer_inject) can run error recovery on it
 #   --kernel-dir DIR    boot another Debian kernel, unpacked in DIR by
 #                       scripts/kernel.sh (e.g. 6.1), its modules on
 #                       /lib/modules
@@ -59,6 +63,7 @@ img_mb=512
 console=0
 debug_dir=
 kernel_dir=
+pcie=0
 trace=${SSDQ_TRACE_EVENTS:-}
 while (($#)); do
 	case $1 in
@@ -70,6 +75,7 @@ while (($#)); do
 	--trace) trace=$2; shift 2 ;;
 	--debug-kernel) debug_dir=$2; shift 2 ;;
 	--kernel-dir) kernel_dir=$2; shift 2 ;;
+	--pcie) pcie=1; shift ;;
 	--) shift; break ;;
 	-*) die "vm.sh: unknown option $1" ;;
 	*) break ;;
@@ -138,6 +144,7 @@ write_guest_script() { # $1=file, rest=command
 			esac
 		done
 		printf 'export SSDQ_OUT=%q SSDQ_REPO=%q SSDQ_IN_VM=1\n' "$out" "$SSDQ_REPO"
+		((pcie)) && echo 'export SSDQ_PCI_DUT=0000:01:00.0'
 		printf 'export SSDQ_IMG_BYTES=%q SSDQ_LBS=%q SSDQ_KVER=%q\n' \
 			"$((img_mb * 1024 * 1024))" "${lbs:-512}" "$kver"
 		if [[ -n $trace ]]; then
@@ -159,8 +166,17 @@ boot() {
 	rm -f "$script.rc" "$log"
 	write_guest_script "$script" "$@"
 
-	local img nvme_opts=
+	local img nvme_opts='' machine=pc dut_at=addr=04.0
+	local -a root_port=()
 	[[ -n $lbs ]] && nvme_opts=",logical_block_size=$lbs,physical_block_size=$lbs"
+	if ((pcie)); then
+		# A link of at most 5 GT/s: after a bus reset the kernel then
+		# waits for the device, not for Data Link Layer Link Active,
+		# which QEMU 7.2's root port never reports (recovery "fails").
+		machine=q35
+		root_port=(-device "pcie-root-port,id=rp0,chassis=1,slot=1,addr=04.0,x-speed=5,x-width=1")
+		dut_at=bus=rp0
+	fi
 	for img in ssdq0 nvmeref; do
 		rm -f "$out/$img.img"
 		truncate -s "${img_mb}M" "$out/$img.img"
@@ -192,14 +208,15 @@ boot() {
 	# mid-run; the static-key flip that follows in sched_clock is patched
 	# with int3 while the other vCPU runs that code, which MTTCG can turn
 	# into an "Oops: int3" (seen in a make check's steering test).
-	local -a qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}"
+	local -a qemu=(qemu-system-x86_64 -machine "$machine" "${accel_args[@]}"
 		-smp 2 -m "$mem"
 		-nodefaults -nographic -no-reboot -monitor none
 		-serial "file:$log"
 		-kernel "$kernel" -initrd "$initrd"
 		-append "console=ttyS0 quiet panic=-1 mitigations=off tsc=reliable ssdq_repo=$SSDQ_REPO ssdq_script=$script${append:+ $append}"
 		-drive "file=$out/ssdq0.img,if=none,id=nvm0,format=raw,cache=writeback,discard=unmap"
-		-device "nvme,serial=ssdq0,drive=nvm0,addr=04.0$nvme_opts"
+		"${root_port[@]}"
+		-device "nvme,serial=ssdq0,drive=nvm0,$dut_at$nvme_opts"
 		-drive "file=$out/nvmeref.img,if=none,id=nvm1,format=raw,cache=writeback,discard=unmap"
 		-device "nvme,serial=nvmeref,drive=nvm1,addr=05.0$nvme_opts"
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap"

@@ -169,21 +169,13 @@ assert_eq "dmesg lines for 2 bad writes" \
 # written before is intact after rebind.
 keep=$(pattern_file keep.bin "$REG_KEEP_LEN")
 dev_write "$keep" "$DEV" "$REG_KEEP_OFF"
-submitted() { queue_cols "$DBG/plugging" -1 submitted; }
-s0=$(submitted)
-fio --name=stuck --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randwrite \
-	--bs=4k --offset="$REG_UNBIND_OFF" --size=$((64 * MiB)) --iodepth=16 \
-	--time_based --runtime=60 --output="$T_DIR/stuck.out" >/dev/null 2>&1 &
-fpid=$!
-fio_writing() { (($(submitted) > s0 + 100)); }
-wait_for 20 "fio to start writing" fio_writing
+busy_writer stuck "$REG_UNBIND_OFF" 60
 echo 2 >"$FAULT/drop_completions"
 kmsg_mark unbind
 allow_dmesg 'disabling the controller|I/O error|Buffer I/O error'
 t=$SECONDS
 echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind
 ok "unbind returned after $((SECONDS - t)) s"
-fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
 if ! (wait_for 30 "fio to exit after the unbind" fio_gone); then
 	ps -eo pid,stat,wchan:32,cmd >"$T_DIR/ps.txt"
 	cat /proc/"$fpid"/task/*/stack >"$T_DIR/fio-stacks.txt" 2>&1

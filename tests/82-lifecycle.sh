@@ -216,18 +216,6 @@ assert_eq "of which MMIO writes" "$m" "$u"
 # Data that must survive the last two cases (written with nothing failing).
 keep=$(pattern_file keep.bin "$REG_KEEP_LEN")
 dev_write "$keep" "$DEV" "$REG_KEEP_OFF"
-submitted() { col_sum "$DBG/plugging" submitted; }
-busy_writer() { # tag -> fpid; writes until killed or failed
-	fio --name="$1" --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randwrite \
-		--bs=4k --offset="$REG_UNBIND_OFF" --size=$((64 * MiB)) --iodepth=16 \
-		--time_based --runtime=120 --output="$T_DIR/$1.out" >/dev/null 2>&1 &
-	fpid=$!
-	local s0
-	s0=$(submitted)
-	fio_writing() { (($(submitted) > s0 + 50)); }
-	wait_for 20 "fio $1 to start writing" fio_writing
-}
-fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
 rebind() {
 	echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/bind
 	dut_wait_disk
@@ -240,7 +228,7 @@ allow_dmesg 'I/O error|Buffer I/O error|disabling the controller|does not disabl
 # ODEBUG/KASAN would see a timer left behind).
 echo irqpoll >"$SYS/irq/mode"
 echo 500 >"$SYS/irq/defer_us"
-busy_writer unbind-irqpoll
+busy_writer unbind-irqpoll "$REG_UNBIND_OFF"
 echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind
 wait_for 30 "fio to exit after the unbind" fio_gone
 wait "$fpid" || true
@@ -251,7 +239,7 @@ dev_cmp "$DEV" "$REG_KEEP_OFF" "$REG_KEEP_LEN" "$keep" "data after the irqpoll u
 # --- 4: a controller that will not disable. Its requests are failed (fio
 # sees errors and exits), but only after it lost bus mastering: it could
 # otherwise still write into pages handed back to their owners.
-busy_writer no-disable
+busy_writer no-disable "$REG_UNBIND_OFF"
 rf0=$(rec reset_failures)
 echo 1 >"$FAULT/fail_disable"
 if sysfs_reset 2>/dev/null; then fail "a reset of a controller that does not disable succeeded"; fi

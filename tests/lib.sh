@@ -144,6 +144,28 @@ queue_row() { # file qid column...
 		$1 == q { for (j = 1; j <= k; j++) printf "%s%s", (j > 1 ? " " : ""), $(at[w[j]]); print "" }' "$f"
 }
 
+# ---------------------------------------------------------- a busy writer
+
+# Commands ssdq submitted, over its I/O queues (debugfs plugging table).
+submitted() { queue_cols "$DBG/plugging" -1 submitted; }
+
+# Random 4 KiB writes at QD16 over 64 MiB from OFF, in the background until
+# killed, RUNTIME passes, or their requests fail (a controller given up);
+# returns once ssdq sees them. Sets fpid.
+busy_writer() { # tag off [runtime]
+	local s0
+	s0=$(submitted)
+	fio --name="$1" --filename="$DEV" --direct=1 --ioengine=io_uring --rw=randwrite \
+		--bs=4k --offset="$2" --size=$((64 * MiB)) --iodepth=16 \
+		--time_based --runtime="${3:-120}" --output="$T_DIR/$1.out" >/dev/null 2>&1 &
+	fpid=$!
+	writer_started() { (($(submitted) > s0 + 50)); }
+	wait_for 20 "fio $1 to start writing" writer_started
+}
+
+# Has the busy writer exited (a zombie counts)?
+fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
+
 # ---------------------------------------------------------------- kmsg
 
 # Mark the kernel log so a test can look at what it caused.

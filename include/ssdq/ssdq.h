@@ -100,6 +100,7 @@ struct ssdq_recovery_stats {
 	atomic64_t resets;		/* sysfs, timeout and PCI resets */
 	atomic64_t reset_failures;
 	atomic64_t pci_resets;		/* ... of which the PCI core's (FLR) */
+	atomic64_t pci_errors;		/* errors AER/DPC reported (error_detected) */
 	atomic64_t fatal_status;	/* timeouts that found CSTS.CFS */
 	atomic64_t admin_timeouts;	/* admin commands that never completed */
 	atomic64_t requeued;		/* requests a reset ran again */
@@ -275,6 +276,8 @@ struct ssdq_dev {
 	int reset_result;		/* ... and how it went */
 	ktime_t pci_reset_start;	/* a PCI reset (FLR) under way */
 	bool pci_reset_stopped;		/* ... took the requests back */
+	ktime_t pci_error_start;	/* a frozen link's recovery under way */
+	bool pci_error_stopped;		/* ... took the requests back */
 	struct ssdq_recovery_stats recovery;
 	struct ssdq_fault fault;
 
@@ -593,6 +596,9 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
 void ssdq_dev_shutdown(struct ssdq_dev *dev);
 void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
 void ssdq_pci_reset_done(struct ssdq_dev *dev);
+pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
+					 pci_channel_state_t state);
+pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev);
 void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_recovery_attr_group;
 

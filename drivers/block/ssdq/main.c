@@ -100,6 +100,8 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_disk_add(dev);
 	if (ret)
 		goto teardown;
+	/* What PCI error recovery restores after a link reset wipes it. */
+	pci_save_state(pdev);
 
 	dev_info(&pdev->dev, "%s: %llu MiB, %u-byte blocks, %u I/O queues\n",
 		 dev->disk->disk_name,
@@ -118,8 +120,11 @@ static void ssdq_remove(struct pci_dev *pdev)
 {
 	struct ssdq_dev *dev = pci_get_drvdata(pdev);
 
-	/* Surprise removal: fail I/O now rather than wait for timeouts. */
-	if (!pci_device_is_present(pdev))
+	/*
+	 * Surprise removal, or a link in error: fail I/O now rather than wait
+	 * for timeouts, or for a PCI error recovery that cannot finish now.
+	 */
+	if (!pci_device_is_present(pdev) || pci_channel_offline(pdev))
 		ssdq_dev_fail(dev, "device removed");
 	ssdq_disk_del(dev);
 	/* No request is left, so no delayed completion either. */
@@ -148,7 +153,21 @@ static void ssdq_reset_done(struct pci_dev *pdev)
 	ssdq_pci_reset_done(pci_get_drvdata(pdev));
 }
 
+/* PCI error recovery: AER or DPC reported an error on the link. */
+static pci_ers_result_t ssdq_error_detected(struct pci_dev *pdev,
+					    pci_channel_state_t state)
+{
+	return ssdq_pci_error_detected(pci_get_drvdata(pdev), state);
+}
+
+static pci_ers_result_t ssdq_slot_reset(struct pci_dev *pdev)
+{
+	return ssdq_pci_slot_reset(pci_get_drvdata(pdev));
+}
+
 static const struct pci_error_handlers ssdq_err_handler = {
+	.error_detected	= ssdq_error_detected,
+	.slot_reset	= ssdq_slot_reset,
 	.reset_prepare	= ssdq_reset_prepare,
 	.reset_done	= ssdq_reset_done,
 };

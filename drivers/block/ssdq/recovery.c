@@ -23,9 +23,10 @@
  *
  * Every step runs under dev->recovery_lock, so a timeout, a second timeout,
  * a reset asked for through sysfs (run by a work item, so that no signal to
- * the writer can cut it short) and a reset by the PCI core (FLR: held from
- * reset_prepare to reset_done) never overlap. Removal waits in
- * del_gendisk() for in-flight I/O, which recovery keeps completing.
+ * the writer can cut it short), a reset by the PCI core (FLR: held from
+ * reset_prepare to reset_done) and PCI error recovery (AER, DPC) never
+ * overlap. Removal waits in del_gendisk() for in-flight I/O, which recovery
+ * keeps completing.
  *
  * Who may complete a request (Documentation/recovery.rst has the rules):
  * the reaper that finds its CQE marks it complete before handing it on; a
@@ -89,7 +90,17 @@ static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 	int ret;
 
 	ssdq_quiesce_tagset(&dev->tag_set);
-	ret = ssdq_ctrl_stop_dma(dev, shutdown);
+	if (pci_channel_offline(dev->pdev)) {
+		/*
+		 * A frozen or failed link: a register access may go nowhere,
+		 * and the PCI core resets the link next, which stops the
+		 * controller. Taking bus mastering away is what is left.
+		 */
+		pci_clear_master(dev->pdev);
+		ret = 0;
+	} else {
+		ret = ssdq_ctrl_stop_dma(dev, shutdown);
+	}
 	if (ret) {
 		/* It may still be running: never reuse it. */
 		if (!test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
@@ -137,7 +148,10 @@ static void ssdq_fail_locked(struct ssdq_dev *dev, const char *why)
 		return;
 	dev_err(&dev->pdev->dev, "disabling the controller for good: %s\n",
 		why);
-	ssdq_take_back(dev, false);
+	/* A frozen link's requests were taken back already, and not resumed. */
+	if (!dev->pci_error_stopped)
+		ssdq_take_back(dev, false);
+	dev->pci_error_stopped = false;
 	blk_mark_disk_dead(dev->disk);
 	ssdq_resume_io(dev);
 }
@@ -189,6 +203,9 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 	lockdep_assert_held(&dev->recovery_lock);
 	if (ssdq_dead(dev))
 		return -ENODEV;
+	/* The PCI core is recovering the link; slot_reset restarts it. */
+	if (dev->pci_error_stopped)
+		return -EBUSY;
 	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
 	atomic64_inc(&dev->recovery.resets);
 	ssdq_take_back(dev, false);
@@ -206,7 +223,8 @@ void ssdq_pci_reset_prepare(struct ssdq_dev *dev)
 {
 	mutex_lock(&dev->recovery_lock);
 	dev->pci_reset_start = ktime_get();
-	if (ssdq_dead(dev))
+	/* Dead, or stopped for PCI error recovery, whose slot_reset restarts it. */
+	if (ssdq_dead(dev) || dev->pci_error_stopped)
 		return;
 	dev_warn(&dev->pdev->dev, "resetting the controller: PCI reset\n");
 	atomic64_inc(&dev->recovery.resets);
@@ -225,6 +243,82 @@ void ssdq_pci_reset_done(struct ssdq_dev *dev)
 }
 
 /*
+ * PCI error recovery (AER, DPC): the PCI core saw an error on the link to the
+ * controller, and reports how bad it is.
+ *
+ *  - Non-fatal (pci_channel_io_normal): the link still works and so does
+ *    the controller. A completion the error lost is the timeout handler's
+ *    business: nothing to do.
+ *  - Fatal (pci_channel_io_frozen): the core resets the link next, which
+ *    resets the controller. Take every request back first, as a reset
+ *    does, but without touching registers (ssdq_take_back()): they are
+ *    requeued, not failed, and run again after slot_reset.
+ *  - Permanent failure: the controller is gone; fail it.
+ *
+ * Until the core reports the link normal again, timeouts only re-arm
+ * (ssdq_timeout()), and a requested reset waits for slot_reset.
+ */
+pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
+					 pci_channel_state_t state)
+{
+	pci_ers_result_t ret = PCI_ERS_RESULT_NEED_RESET;
+
+	atomic64_inc(&dev->recovery.pci_errors);
+	switch (state) {
+	case pci_channel_io_normal:
+		dev_warn(&dev->pdev->dev,
+			 "PCI error detected, link still up: carrying on\n");
+		return PCI_ERS_RESULT_CAN_RECOVER;
+	case pci_channel_io_frozen:
+		break;
+	default:
+		ssdq_dev_fail(dev, "PCI link failed for good");
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+
+	mutex_lock(&dev->recovery_lock);
+	if (ssdq_dead(dev)) {
+		ret = PCI_ERS_RESULT_DISCONNECT;
+	} else if (!dev->pci_error_stopped) {
+		dev_warn(&dev->pdev->dev,
+			 "resetting the controller: PCI error, link frozen\n");
+		dev->pci_error_start = ktime_get();
+		atomic64_inc(&dev->recovery.resets);
+		ssdq_take_back(dev, false);
+		dev->pci_error_stopped = true;
+	}
+	mutex_unlock(&dev->recovery_lock);
+	return ret;
+}
+
+/*
+ * The PCI core reset the link (or asks a driver that did not stop to reset
+ * its device): restore config space, which the link reset wiped, and bring
+ * the controller back. The link reset disabled it; disable it anyway, as
+ * not every platform's reset reaches the device.
+ */
+pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev)
+{
+	const char *why = "PCI error recovery";
+	int ret;
+
+	pci_restore_state(dev->pdev);
+	mutex_lock(&dev->recovery_lock);
+	if (!dev->pci_error_stopped) {
+		ret = ssdq_reset_locked(dev, why);
+	} else if (ssdq_ctrl_stop_dma(dev, false)) {
+		atomic64_inc(&dev->recovery.reset_failures);
+		ssdq_fail_locked(dev, "controller does not disable after a PCI reset");
+		ret = -ENODEV;
+	} else {
+		dev->pci_error_stopped = false;
+		ret = ssdq_restart_locked(dev, dev->pci_error_start, why);
+	}
+	mutex_unlock(&dev->recovery_lock);
+	return ret ? PCI_ERS_RESULT_DISCONNECT : PCI_ERS_RESULT_RECOVERED;
+}
+
+/*
  * System shutdown: the controller flushes its cache (CC.SHN) and stays off.
  * Under recovery_lock, and dead from then on, so that no timeout can reset
  * it back to life afterwards.
@@ -234,7 +328,10 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 	ktime_t start = ktime_get();
 
 	mutex_lock(&dev->recovery_lock);
-	if (!ssdq_dead(dev)) {
+	if (dev->pci_error_stopped) {
+		/* A frozen link: no register access; its requests fail. */
+		ssdq_fail_locked(dev, "system shutdown during PCI error recovery");
+	} else if (!ssdq_dead(dev)) {
 		if (!ssdq_take_back(dev, true))
 			dev_info(&dev->pdev->dev, "shut down in %lld ms\n",
 				 ktime_ms_delta(ktime_get(), start));
@@ -281,6 +378,12 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	enum blk_eh_timer_return ret = BLK_EH_DONE;
 	unsigned long issued;
 
+	/*
+	 * A link in error: PCI error recovery takes the request back and
+	 * runs it again; nothing here can reach the controller meanwhile.
+	 */
+	if (pci_channel_offline(dev->pdev))
+		return BLK_EH_RESET_TIMER;
 	atomic64_inc(&dev->recovery.timeouts);
 	mutex_lock(&dev->recovery_lock);
 	if (ssdq_dead(dev)) {
@@ -408,6 +511,7 @@ static int ssdq_recovery_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "reset_failures %lld\n",
 		   atomic64_read(&s->reset_failures));
 	seq_printf(m, "pci_resets %lld\n", atomic64_read(&s->pci_resets));
+	seq_printf(m, "pci_errors %lld\n", atomic64_read(&s->pci_errors));
 	seq_printf(m, "fatal_status %lld\n", atomic64_read(&s->fatal_status));
 	seq_printf(m, "admin_timeouts %lld\n",
 		   atomic64_read(&s->admin_timeouts));

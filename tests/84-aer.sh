@@ -1,0 +1,188 @@
+#!/bin/bash
+# aer: PCI error recovery (AER). The kernel's AER driver on the root port
+# above the controller reports errors to ssdq's error handlers; aer_inject
+# makes the root port report one, as a real link error would.
+#   a non-fatal error     ssdq carries on: no reset, nothing lost
+#   a fatal error         the link is frozen and reset: ssdq takes every
+#                         request back before (no register access), restarts
+#                         the controller after (slot_reset); nothing lost,
+#                         no request waits for a timeout
+#   a controller that     recovery fails: ssdq fails the controller for
+#   will not restart      good (bus mastering off first), I/O gets EIO at
+#                         once, the module unloads
+# Both under fio verify with a polled queue and irqpoll with deferral busy,
+# so the take-back meets every reaper. Runs in the PCI Express boot only
+# (vm.sh --pcie: q35, the controller behind a root port with AER).
+# boot: pcie
+# timeout: 900
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd /tmp
+
+[[ $DUT == ssdq ]] || {
+	ok "aer: ssdq-only (its counters are ssdq's debugfs); nothing to do for $DUT"
+	exit 0
+}
+
+# The root port above the controller, and its AER driver.
+port=$(readlink -f "/sys/bus/pci/devices/$PCI_DUT/..")
+port=${port##*/}
+[[ $port =~ ^[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$ ]] ||
+	fail "no PCI Express root port above $PCI_DUT (this test needs vm.sh --pcie)"
+port_bus=$((16#${BASH_REMATCH[1]})) port_dev=$((16#${BASH_REMATCH[2]})) port_fn=${BASH_REMATCH[3]}
+assert_present "/sys/bus/pci/devices/$port/aer_rootport_total_err_fatal"
+modprobe aer_inject || fail "modprobe aer_inject failed (CONFIG_PCIEAER_INJECT)"
+ok "root port $port has AER; aer_inject loaded"
+
+# The debug kernel boots with acpi=noirq: a device behind a bridge gets its
+# legacy interrupt by the bridge's swizzle, which the PCI core says once.
+allow_dmesg 'using bridge .* INT [A-D] to get IRQ'
+dut_load poll_queues=1
+DBG=/sys/kernel/debug/ssdq/$DISK
+FAULT=$DBG/fault
+SYS=/sys/block/$DISK
+allow_dmesg 'PCI error detected|resetting the controller: PCI error|reset done'
+
+rec() { kv_get "$DBG/recovery" "$1"; }
+injected() { kv_get "$FAULT/injected" "$1"; }
+port_errs() { # fatal|nonfatal: the root port's count of reported errors
+	local k v
+	while read -r k v; do
+		[[ $k == TOTAL_ERR_* ]] && { echo "$v"; return; }
+	done <"/sys/bus/pci/devices/$port/aer_dev_$1"
+}
+
+# Have the root port report an uncorrectable error (struct aer_error_inj:
+# bus, dev, fn, then the uncorrectable status bits). Severity follows the
+# port's severity register: Malformed TLP (bit 18) is fatal by default,
+# Unsupported Request (bit 20) non-fatal.
+MALF_TLP=$((1 << 18)) UNSUP_REQ=$((1 << 20))
+inject() { # uncor-status
+	python3 -c '
+import os, struct, sys
+b, d, f, unc = (int(x) for x in sys.argv[1:])
+fd = os.open("/dev/aer_inject", os.O_WRONLY)
+os.write(fd, struct.pack("<BBBxIIIIIII", b, d, f, unc, 0, 0, 0, 0, 0, 0))
+' "$port_bus" "$port_dev" "$port_fn" "$1"
+}
+recovered() { [[ $(dmesg_raw_since "$1") == *"device recovery successful"* ]]; }
+# One error, and the PCI core's report that recovery is over.
+inject_and_wait() { # tag uncor-status
+	kmsg_mark "$1"
+	inject "$2" || return 1
+	wait_until $((60 * ${SSDQ_TIMEOUT_SCALE:-1})) recovered "$1"
+}
+
+SZ=$((32 * MiB / IO_DIV))
+# Verified random writes, QD16, mixed sizes, on an interrupt-driven queue
+# and (--hipri) on the polled one.
+verify() { # tag size
+	run_fio "$1" $((2 * $2)) $((2 * $2)) --filename="$DEV" --direct=1 \
+		--ioengine=io_uring --rw=randwrite --bssplit=4k/50:16k/25:128k/25 \
+		--size="$2" --iodepth=16 --verify=crc32c \
+		--name="$1" --offset="$REG_INTEGRITY_OFF" \
+		--hipri=1 --name="$1-hipri" --offset=$((REG_INTEGRITY_OFF + 64 * MiB))
+}
+
+dropped() { injected dropped_completions; }
+dropped_past() { (($(dropped) > $1)); }
+# Errors, one at a time, while verify runs; stopped by a file. With
+# "drop", a completion is dropped before each error, so one request at
+# least is still the controller's when the link freezes: only the
+# take-back can run it again before its timeout.
+errors_during() { # tag uncor-status [drop]
+	rm -f "$T_DIR/stop" "$T_DIR/errors.n" "$T_DIR/errors.err"
+	(
+		n=0
+		while [[ ! -e $T_DIR/stop ]]; do
+			nap 0.5
+			[[ -e $T_DIR/stop ]] && break
+			if [[ ${3:-} == drop ]]; then
+				d=$(dropped)
+				echo 1 >"$FAULT/drop_completions"
+				wait_until 10 dropped_past "$d" || break
+			fi
+			inject_and_wait "err-$n-$1" "$2" ||
+				{ echo "error $n: no recovery reported" >"$T_DIR/errors.err"; break; }
+			n=$((n + 1))
+			echo "$n" >"$T_DIR/errors.n"
+		done
+	) &
+	errors_pid=$!
+}
+stop_errors() {
+	touch "$T_DIR/stop"
+	wait "$errors_pid" || true
+	[[ ! -e $T_DIR/errors.err ]] || fail "$(cat "$T_DIR/errors.err")"
+	ERRORS_N=0
+	[[ ! -e $T_DIR/errors.n ]] || read -r ERRORS_N <"$T_DIR/errors.n"
+}
+
+echo irqpoll >"$SYS/irq/mode"
+echo 200 >"$SYS/irq/defer_us"
+
+# --- Non-fatal: the link stays up, the controller goes on.
+e0=$(rec pci_errors) r0=$(rec resets) t0=$(rec timeouts) p0=$(port_errs nonfatal)
+kmsg_mark aer-nonfatal
+errors_during nonfatal "$UNSUP_REQ"
+verify nonfatal "$SZ"
+stop_errors
+assert_gt "non-fatal errors during I/O" "$ERRORS_N" 0
+assert_eq "non-fatal errors the root port reported" "$(($(port_errs nonfatal) - p0))" "$ERRORS_N"
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$ERRORS_N"
+assert_eq "resets for non-fatal errors" "$(($(rec resets) - r0))" 0
+assert_eq "timeouts" "$(($(rec timeouts) - t0))" 0
+lines=$(dmesg_raw_since aer-nonfatal | grep -c 'ssdq.*PCI error detected, link still up: carrying on' || true)
+assert_eq "'carrying on' lines" "$lines" "$ERRORS_N"
+
+# --- Fatal: the link is frozen and reset under ssdq.
+e0=$(rec pci_errors) r0=$(rec resets) t0=$(rec timeouts) q0=$(rec requeued)
+p0=$(port_errs fatal) d0=$(dropped)
+kmsg_mark aer-fatal
+errors_during fatal "$MALF_TLP" drop
+verify fatal $((2 * SZ))
+stop_errors
+echo 0 >"$FAULT/drop_completions"
+assert_gt "fatal errors during I/O" "$ERRORS_N" 0
+assert_eq "completions dropped, one before each error" "$(($(dropped) - d0))" "$ERRORS_N"
+assert_eq "fatal errors the root port reported" "$(($(port_errs fatal) - p0))" "$ERRORS_N"
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$ERRORS_N"
+assert_eq "resets, one per fatal error" "$(($(rec resets) - r0))" "$ERRORS_N"
+assert_eq "timeouts (a request left stuck)" "$(($(rec timeouts) - t0))" 0
+q=$(($(rec requeued) - q0))
+((q >= ERRORS_N)) || fail "requests taken back and run again: $q, want >= $ERRORS_N (each dropped one)"
+ok "requests taken back and run again: $q (>= $ERRORS_N dropped)"
+assert_eq "controller alive" "$(rec dead)" 0
+log=$(dmesg_raw_since aer-fatal)
+assert_eq "'link frozen' lines" "$(grep -c 'ssdq.*resetting the controller: PCI error, link frozen' <<<"$log" || true)" "$ERRORS_N"
+assert_eq "'reset done' lines" "$(grep -c 'ssdq.*reset done in' <<<"$log" || true)" "$ERRORS_N"
+assert_eq "'device recovery successful' lines" "$(grep -c 'device recovery successful' <<<"$log" || true)" "$ERRORS_N"
+
+# --- A controller that does not come back after the link reset (a fault
+# makes it refuse to disable): ssdq answers the slot reset with DISCONNECT
+# and fails its requests, with bus mastering off first; the PCI core gives
+# up. A writer is busy throughout: it must see its requests fail, not hang.
+allow_dmesg 'does not disable|disabling the controller for good|not disabled \(fault injected\)|I/O error'
+busy_writer doomed "$REG_INTEGRITY_OFF"
+e0=$(rec pci_errors) rf0=$(rec reset_failures)
+echo 1 >"$FAULT/fail_disable"
+kmsg_mark aer-failed
+inject "$MALF_TLP"
+failed() { [[ $(dmesg_raw_since aer-failed) == *"device recovery failed"* ]]; }
+wait_for 60 "the PCI core to give up" failed
+assert_eq "controller dead" "$(rec dead)" 1
+assert_eq "refused disables" "$(injected failed_disables)" 1
+assert_eq "reset failures" "$(($(rec reset_failures) - rf0))" 1
+# (6.12's PCI core reports the permanent failure by uevent only: no
+# second error_detected call.)
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" 1
+assert_eq "'disabling for good' lines" \
+	"$(dmesg_raw_since aer-failed | grep -c 'ssdq.*disabling the controller for good: controller does not disable after a PCI reset' || true)" 1
+cmd=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$PCI_DUT/config" | tr -d ' ')
+(((cmd & 4) == 0)) || fail "bus mastering still on (PCI command $cmd) with the controller given up"
+ok "bus mastering off (PCI command $cmd)"
+wait_for 30 "the writer to exit with its requests failed" fio_gone
+wait "$fpid" || true
+ok "the writer exited"
+assert_eq "disk size after the failure (sectors)" "$(cat "$SYS/size")" 0
+dut_unload
