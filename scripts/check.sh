@@ -14,9 +14,14 @@
 # build/check/ (per-test logs in <boot>/logs/, console.log, dmesg.txt).
 #
 #   reach  the kernels ssdq also supports (Documentation/kernels.rst):
-#          Debian 12's 6.1, unpacked by scripts/kernel.sh and cached
+#          Debian 12's 6.1 and the newest in Debian's archive (7.3, built
+#          from its linux-source), both from scripts/kernel.sh and cached
 #          outside the repo; a subset of the tests (REACH_TESTS below),
-#          named <test>-6.1.
+#          named <test>-6.1 and <test>-newest; then DKMS builds.
+#
+# The lanes run in that order: prod, debug, reach. On a cold cache (CI)
+# the debug kernel builds in the background during the prod lane, and the
+# newest kernel after it, during the debug lane, each at nice 19.
 #
 #   scripts/check.sh [--lane prod|reach|debug|all]   (default all)
 #   scripts/check.sh --kernel 6.1|6.12|newest        every prod test on
@@ -29,7 +34,8 @@
 # SSDQ_SKIP_LINT=1, SSDQ_CHECK_TIMEOUT (prod VM, default 2400 s),
 # SSDQ_DEBUG_TIMEOUT (debug VM, default 3600 s), SSDQ_DEBUG_TESTS (subset
 # of the debug lane only), SSDQ_DEADLINE (epoch seconds by which the debug
-# VM must be done: CI's budget; its timeout shrinks to fit), SSDQ_IO_DIV
+# and reach-lane VMs must be done: CI's budget; their timeouts shrink to
+# fit), SSDQ_IO_DIV
 # (debug lane, default 4: lib.sh), SSDQ_TRACE_EVENTS (QEMU trace events of
 # the main boots).
 set -uo pipefail
@@ -54,8 +60,10 @@ newest) ;;
 esac
 [[ -z $kernel ]] || lane=kernel
 # The reach lane: each technique's own test, on each other kernel.
-REACH_KERNELS=(6.1)
+REACH_KERNELS=(6.1 newest)
 REACH_TESTS="load integrity plugging recovery steering irq"
+# DKMS builds against installed Debian headers: 6.12's and these.
+DKMS_KERNELS=(6.1)
 
 export DUT=${DUT:-ssdq}
 # Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
@@ -65,7 +73,9 @@ trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pc
 # (about 2 GiB in QEMU).
 img_mb=3072
 out=$SSDQ_BUILD/check
-rm -rf "$out"
+# The previous run's logs stay, one run back, in build/check.prev/.
+rm -rf "$out.prev"
+[[ -d $out ]] && mv "$out" "$out.prev"
 mkdir -p "$out"
 npass=0
 nfail=0
@@ -233,10 +243,22 @@ build_ko_copy() { # kernel-build-dir tag -> status; $out/<tag>-ko, $out/build-<t
 	! grep -E 'warning:' "$log" >&2
 }
 
+# A VM's timeout inside CI's budget (SSDQ_DEADLINE, epoch seconds): the
+# VM's own timeout comes first, so every test still gets its line (the
+# budget's backstop would cut the summary). Fails if under 2 min are left.
+vm_timeout() { # default-secs -> secs
+	local t=$1 left
+	if [[ -n ${SSDQ_DEADLINE:-} ]]; then
+		left=$((SSDQ_DEADLINE - $(date +%s)))
+		((left < t)) && t=$left
+	fi
+	((t >= 120)) && echo "$t"
+}
+
 # Another kernel than Debian's 6.12 (scripts/kernel.sh NAME): ssdq built
 # against its headers, the given tests in one boot, named <test>-NAME.
 kernel_lane() { # name test...
-	local name=$1 dir kver n
+	local name=$1 dir kver n tmo
 	shift
 	(($#)) || return 0
 	note "kernel $name (scripts/kernel.sh; cached outside the repo)"
@@ -255,8 +277,12 @@ kernel_lane() { # name test...
 		fi
 		result PASS "build-$name"
 	fi
+	if ! tmo=$(vm_timeout "${SSDQ_CHECK_TIMEOUT:-2400}"); then
+		for n; do result FAIL "$n-$name" "not run: too little time left before SSDQ_DEADLINE"; done
+		return 0
+	fi
 	SSDQ_KO=$out/$name-ko/ssdq.ko boot_suite "$out/k$name" "-$name" \
-		-t "${SSDQ_CHECK_TIMEOUT:-2400}" --img-mb "$img_mb" --trace "$trace_events" \
+		-t "$tmo" --img-mb "$img_mb" --trace "$trace_events" \
 		--kernel-dir "$dir" -- "$@"
 }
 
@@ -286,16 +312,10 @@ debug_lane() {
 		return 0
 	fi
 	result PASS debug-kernel
-	# Inside CI's budget, the VM's own timeout comes first, so every test
-	# still gets its line (the budget's backstop would cut the summary).
-	local tmo=${SSDQ_DEBUG_TIMEOUT:-3600} left
-	if [[ -n ${SSDQ_DEADLINE:-} ]]; then
-		left=$((SSDQ_DEADLINE - $(date +%s)))
-		((left < tmo)) && tmo=$left
-		if ((tmo < 120)); then
-			for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: ${left}s left before SSDQ_DEADLINE"; done
-			return 0
-		fi
+	local tmo
+	if ! tmo=$(vm_timeout "${SSDQ_DEBUG_TIMEOUT:-3600}"); then
+		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: too little time left before SSDQ_DEADLINE"; done
+		return 0
 	fi
 	if [[ $DUT == ssdq ]]; then
 		note "building ssdq.ko against the debug kernel"
@@ -326,12 +346,12 @@ debug_boot() { # kernel-dir bootdir vm-args... -- names...
 		--debug-kernel "$dir" "$@"
 }
 
-# dkms.conf: DKMS builds ssdq for each kernel of the reach lane and for
-# Debian's 6.12, and modinfo says what it should (scripts/dkms.sh check).
+# dkms.conf: DKMS builds ssdq for Debian's 6.12 and DKMS_KERNELS, and
+# modinfo says what it should (scripts/dkms.sh check).
 dkms_check() {
 	local kvers=() k dir reason
 	kvers+=("$(ssdq_kver)") || true
-	for k in "${REACH_KERNELS[@]}"; do
+	for k in "${DKMS_KERNELS[@]}"; do
 		dir=$("$SSDQ_REPO/scripts/kernel.sh" "$k" 2>/dev/null) && kvers+=("$(cat "$dir/kver")")
 	done
 	note "dkms build for ${kvers[*]}"
@@ -356,13 +376,26 @@ selected=$( {
 	[[ $lane == debug || $lane == all ]] && { debug_tests; debug_tests pcie; }
 } | wc -l)
 ((selected)) || result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-}, lane $lane)"
-# Both lanes and no cached debug kernel (CI, a fresh machine): build it
+# Every lane and no cached debug kernel (CI, a fresh machine): build it
 # meanwhile, at the lowest priority, so it only takes the CPU time the prod
 # lane leaves idle. debug_lane's own call then waits on the build's lock.
 if [[ $lane == all ]] && ! "$SSDQ_REPO/scripts/debug-kernel.sh" --ready >/dev/null 2>&1; then
 	note "building the debug kernel in the background (nice 19)"
 	nice -n 19 "$SSDQ_REPO/scripts/debug-kernel.sh" >/dev/null 2>"$out/debug-kernel.log" &
 	bg_build=$!
+fi
+# Then the reach lane's kernels (the newest one builds for 12 minutes or
+# more), during the debug lane; the reach lane runs last and waits on
+# kernel.sh's lock. Cached, each returns at once.
+if [[ $lane == all ]]; then
+	(
+		if [[ -n $bg_build ]]; then
+			while kill -0 "$bg_build" 2>/dev/null; do sleep 5; done
+		fi
+		for k in "${REACH_KERNELS[@]}"; do
+			nice -n 19 "$SSDQ_REPO/scripts/kernel.sh" "$k" >/dev/null 2>>"$out/kernels-bg.log"
+		done
+	) &
 fi
 # The tests' own static fio (scripts/test-fio.sh): Debian's takes seconds
 # to start on the debug kernel. Without it they run Debian's, slower.
@@ -377,12 +410,12 @@ if [[ $lane == kernel ]]; then
 	kernel_lane "$kernel" "${tests[@]}"
 else
 	[[ $lane == prod || $lane == all ]] && prod_lane
+	[[ $lane == debug || $lane == all ]] && debug_lane
 	if [[ $lane == reach || $lane == all ]]; then
 		mapfile -t tests < <(reach_tests)
 		for k in "${REACH_KERNELS[@]}"; do kernel_lane "$k" "${tests[@]}"; done
 		dkms_check
 	fi
-	[[ $lane == debug || $lane == all ]] && debug_lane
 fi
 
 echo "$npass passed, $nfail failed"
