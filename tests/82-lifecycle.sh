@@ -58,28 +58,6 @@ verify() { # tag size [both]
 		--size="$2" --iodepth=16 --verify=crc32c "${jobs[@]}"
 }
 
-# Run "$@" every 0.4 s in the background until fio's verify job is done;
-# the caller stops it with stop_every, which sets EVERY_N to the count.
-every() {
-	rm -f "$T_DIR/stop" "$T_DIR/every.n"
-	(
-		n=0
-		while [[ ! -e $T_DIR/stop ]]; do
-			nap 0.4
-			"$@" || { echo "failed: $*" >"$T_DIR/every.err"; break; }
-			n=$((n + 1))
-			echo "$n" >"$T_DIR/every.n"
-		done
-	) &
-	every_pid=$!
-}
-stop_every() {
-	touch "$T_DIR/stop"
-	wait "$every_pid" || true
-	[[ ! -e $T_DIR/every.err ]] || fail "$(cat "$T_DIR/every.err")"
-	EVERY_N=0
-	[[ ! -e $T_DIR/every.n ]] || read -r EVERY_N <"$T_DIR/every.n"
-}
 sysfs_reset() { echo 1 >"$SYS/recovery/reset"; }
 pci_reset() { echo 1 >"$PCIDEV/reset"; }
 
@@ -90,7 +68,7 @@ pci_reset() { echo 1 >"$PCIDEV/reset"; }
 echo irqpoll >"$SYS/irq/mode"
 echo 200 >"$SYS/irq/defer_us"
 t0=$(rec timeouts) r0=$(rec resets) p0=$(col_sum "$DBG/irq" polled)
-every sysfs_reset
+every 0.4 sysfs_reset
 verify polled-irqpoll-resets $((2 * SZ)) both
 stop_every
 assert_gt "resets during polled + irqpoll I/O" "$EVERY_N" 1
@@ -102,7 +80,7 @@ assert_eq "timeouts (a stalled queue or stuck request)" "$(($(rec timeouts) - t0
 # queues busy: the driver is told (reset_prepare/reset_done), takes its
 # requests back before and runs them after; none waits for a timeout.
 t0=$(rec timeouts) pr0=$(rec pci_resets)
-every pci_reset
+every 0.4 pci_reset
 verify flr $((2 * SZ)) both
 stop_every
 assert_gt "function-level resets during I/O" "$EVERY_N" 0

@@ -86,36 +86,23 @@ verify() { # tag size
 
 dropped() { injected dropped_completions; }
 dropped_past() { (($(dropped) > $1)); }
-# Errors, one at a time, while verify runs; stopped by a file. With
-# "drop", a completion is dropped before each error, so one request at
-# least is still the controller's when the link freezes: only the
-# take-back can run it again before its timeout.
-errors_during() { # tag uncor-status [drop]
-	rm -f "$T_DIR/stop" "$T_DIR/errors.n" "$T_DIR/errors.err"
-	(
-		n=0
-		while [[ ! -e $T_DIR/stop ]]; do
-			nap 0.5
-			[[ -e $T_DIR/stop ]] && break
-			if [[ ${3:-} == drop ]]; then
-				d=$(dropped)
-				echo 1 >"$FAULT/drop_completions"
-				wait_until 10 dropped_past "$d" || break
-			fi
-			inject_and_wait "err-$n-$1" "$2" ||
-				{ echo "error $n: no recovery reported" >"$T_DIR/errors.err"; break; }
-			n=$((n + 1))
-			echo "$n" >"$T_DIR/errors.n"
-		done
-	) &
-	errors_pid=$!
-}
-stop_errors() {
-	touch "$T_DIR/stop"
-	wait "$errors_pid" || true
-	[[ ! -e $T_DIR/errors.err ]] || fail "$(cat "$T_DIR/errors.err")"
-	ERRORS_N=0
-	[[ ! -e $T_DIR/errors.n ]] || read -r ERRORS_N <"$T_DIR/errors.n"
+# One error and its recovery, as an event for every(). With "drop", a
+# completion is dropped first, so one request at least is still the
+# controller's when the link freezes: only the take-back can run it again
+# before its timeout. (No drop in 10 s: the verify run is over; disarmed.)
+errors=0
+aer_error() { # tag uncor-status [drop]
+	local d
+	errors=$((errors + 1))
+	if [[ ${3:-} == drop ]]; then
+		d=$(dropped)
+		echo 1 >"$FAULT/drop_completions"
+		if ! wait_until 10 dropped_past "$d"; then
+			echo 0 >"$FAULT/drop_completions"
+			return 1
+		fi
+	fi
+	inject_and_wait "err-$errors-$1" "$2"
 }
 
 echo irqpoll >"$SYS/irq/mode"
@@ -124,39 +111,38 @@ echo 200 >"$SYS/irq/defer_us"
 # --- Non-fatal: the link stays up, the controller goes on.
 e0=$(rec pci_errors) r0=$(rec resets) t0=$(rec timeouts) p0=$(port_errs nonfatal)
 kmsg_mark aer-nonfatal
-errors_during nonfatal "$UNSUP_REQ"
+every 0.5 aer_error nonfatal "$UNSUP_REQ"
 verify nonfatal "$SZ"
-stop_errors
-assert_gt "non-fatal errors during I/O" "$ERRORS_N" 0
-assert_eq "non-fatal errors the root port reported" "$(($(port_errs nonfatal) - p0))" "$ERRORS_N"
-assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$ERRORS_N"
+stop_every
+assert_gt "non-fatal errors during I/O" "$EVERY_N" 0
+assert_eq "non-fatal errors the root port reported" "$(($(port_errs nonfatal) - p0))" "$EVERY_N"
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$EVERY_N"
 assert_eq "resets for non-fatal errors" "$(($(rec resets) - r0))" 0
 assert_eq "timeouts" "$(($(rec timeouts) - t0))" 0
 lines=$(dmesg_raw_since aer-nonfatal | grep -c 'ssdq.*PCI error detected, link still up: carrying on' || true)
-assert_eq "'carrying on' lines" "$lines" "$ERRORS_N"
+assert_eq "'carrying on' lines" "$lines" "$EVERY_N"
 
 # --- Fatal: the link is frozen and reset under ssdq.
 e0=$(rec pci_errors) r0=$(rec resets) t0=$(rec timeouts) q0=$(rec requeued)
 p0=$(port_errs fatal) d0=$(dropped)
 kmsg_mark aer-fatal
-errors_during fatal "$MALF_TLP" drop
+every 0.5 aer_error fatal "$MALF_TLP" drop
 verify fatal $((2 * SZ))
-stop_errors
-echo 0 >"$FAULT/drop_completions"
-assert_gt "fatal errors during I/O" "$ERRORS_N" 0
-assert_eq "completions dropped, one before each error" "$(($(dropped) - d0))" "$ERRORS_N"
-assert_eq "fatal errors the root port reported" "$(($(port_errs fatal) - p0))" "$ERRORS_N"
-assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$ERRORS_N"
-assert_eq "resets, one per fatal error" "$(($(rec resets) - r0))" "$ERRORS_N"
+stop_every
+assert_gt "fatal errors during I/O" "$EVERY_N" 0
+assert_eq "completions dropped, one before each error" "$(($(dropped) - d0))" "$EVERY_N"
+assert_eq "fatal errors the root port reported" "$(($(port_errs fatal) - p0))" "$EVERY_N"
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" "$EVERY_N"
+assert_eq "resets, one per fatal error" "$(($(rec resets) - r0))" "$EVERY_N"
 assert_eq "timeouts (a request left stuck)" "$(($(rec timeouts) - t0))" 0
 q=$(($(rec requeued) - q0))
-((q >= ERRORS_N)) || fail "requests taken back and run again: $q, want >= $ERRORS_N (each dropped one)"
-ok "requests taken back and run again: $q (>= $ERRORS_N dropped)"
+((q >= EVERY_N)) || fail "requests taken back and run again: $q, want >= $EVERY_N (each dropped one)"
+ok "requests taken back and run again: $q (>= $EVERY_N dropped)"
 assert_eq "controller alive" "$(rec dead)" 0
 log=$(dmesg_raw_since aer-fatal)
-assert_eq "'link frozen' lines" "$(grep -c 'ssdq.*resetting the controller: PCI error, link frozen' <<<"$log" || true)" "$ERRORS_N"
-assert_eq "'reset done' lines" "$(grep -c 'ssdq.*reset done in' <<<"$log" || true)" "$ERRORS_N"
-assert_eq "'device recovery successful' lines" "$(grep -c 'device recovery successful' <<<"$log" || true)" "$ERRORS_N"
+assert_eq "'link frozen' lines" "$(grep -c 'ssdq.*resetting the controller: PCI error, link frozen' <<<"$log" || true)" "$EVERY_N"
+assert_eq "'reset done' lines" "$(grep -c 'ssdq.*reset done in' <<<"$log" || true)" "$EVERY_N"
+assert_eq "'device recovery successful' lines" "$(grep -c 'device recovery successful' <<<"$log" || true)" "$EVERY_N"
 
 # --- A controller that does not come back after the link reset (a fault
 # makes it refuse to disable): ssdq answers the slot reset with DISCONNECT

@@ -144,7 +144,7 @@ queue_row() { # file qid column...
 		$1 == q { for (j = 1; j <= k; j++) printf "%s%s", (j > 1 ? " " : ""), $(at[w[j]]); print "" }' "$f"
 }
 
-# ---------------------------------------------------------- a busy writer
+# ------------------------------------------ background writers and events
 
 # Commands ssdq submitted, over its I/O queues (debugfs plugging table).
 submitted() { queue_cols "$DBG/plugging" -1 submitted; }
@@ -165,6 +165,37 @@ busy_writer() { # tag off [runtime]
 
 # Has the busy writer exited (a zombie counts)?
 fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
+
+# Run CMD every SECS in the background, an event source beside a verify
+# run, until stop_every; that sets EVERY_N to how many ran, and fails the
+# test if one failed (unless it failed after stop_every was called: one
+# that raced the end of the run counts for nothing).
+every() { # secs cmd...
+	local secs=$1
+	shift
+	rm -f "$T_DIR/stop" "$T_DIR/every.n" "$T_DIR/every.err"
+	(
+		n=0
+		while [[ ! -e $T_DIR/stop ]]; do
+			nap "$secs"
+			[[ -e $T_DIR/stop ]] && break
+			if ! "$@"; then
+				[[ -e $T_DIR/stop ]] || echo "failed: $*" >"$T_DIR/every.err"
+				break
+			fi
+			n=$((n + 1))
+			echo "$n" >"$T_DIR/every.n"
+		done
+	) &
+	every_pid=$!
+}
+stop_every() {
+	touch "$T_DIR/stop"
+	wait "$every_pid" || true
+	[[ ! -e $T_DIR/every.err ]] || fail "$(cat "$T_DIR/every.err")"
+	EVERY_N=0
+	[[ ! -e $T_DIR/every.n ]] || read -r EVERY_N <"$T_DIR/every.n"
+}
 
 # ---------------------------------------------------------------- kmsg
 
