@@ -9,7 +9,9 @@
 # Prints one line per test on stdout (debug-lane names end in -debug),
 #   PASS name
 #   FAIL name: short reason
-# and last "N passed, N failed". Exits non-zero if anything failed.
+#   SKIP name: why it does not apply (e.g. ssdq's own switches, DUT=nvme)
+# and last "N passed, N failed, N skipped". Exits non-zero if anything
+# failed.
 # Progress and pointers to logs go to stderr; everything lands in
 # build/check/ (per-test logs in <boot>/logs/, console.log, dmesg.txt).
 #
@@ -79,11 +81,15 @@ rm -rf "$out.prev"
 mkdir -p "$out"
 npass=0
 nfail=0
+nskip=0
 
-result() { # PASS|FAIL name [reason]
+result() { # PASS|FAIL|SKIP name [reason]
 	if [[ $1 == PASS ]]; then
 		npass=$((npass + 1))
 		echo "PASS $2"
+	elif [[ $1 == SKIP ]]; then
+		nskip=$((nskip + 1))
+		echo "SKIP $2: $3"
 	else
 		nfail=$((nfail + 1))
 		echo "FAIL $2: ${3:-failed}"
@@ -124,14 +130,23 @@ post_check() { # name bootdir -> reason on stdout, status
 	[[ -s $tdir/asserts ]] || { echo "host post-check made no assertion"; return 1; }
 }
 
+# The guest's result lines on stderr as it writes them, until killed: the
+# verdicts (with the host post-checks) follow on stdout after the boot.
+progress() { # results-file
+	tail -n +1 -F "$1" 2>/dev/null | while read -r line; do note "guest: $line"; done
+}
+
 # One VM boot running tests/run-guest.sh; then one line per expected test.
 boot_suite() { # bootdir suffix vm-args... -- names...
-	local dir=$1 suffix=$2 rc=0 vm_args=() names=() n line reason why
+	local dir=$1 suffix=$2 rc=0 vm_args=() names=() n line reason why prog
 	shift 2
 	while (($#)) && [[ $1 != -- ]]; do vm_args+=("$1"); shift; done
 	shift
 	names=("$@")
 	mkdir -p "$dir"
+	: >"$dir/results.txt"
+	progress "$dir/results.txt" &
+	prog=$!
 	SSDQ_TESTS="${names[*]}" SSDQ_SUFFIX=$suffix \
 		"$SSDQ_REPO/scripts/vm.sh" -o "$dir" "${vm_args[@]}" -- tests/run-guest.sh ||
 		rc=$?
@@ -147,15 +162,20 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 			"$SSDQ_REPO/scripts/vm.sh" -o "$dir" "${vm_args[@]}" -- tests/run-guest.sh ||
 			rc=$?
 	fi
+	# SIGPIPE: the one signal bash does not report a death by.
+	pkill -PIPE -P "$prog"
+	wait "$prog" 2>/dev/null
 	case $rc in
 	124) why="not run: VM timed out (see ${dir#"$SSDQ_REPO"/}/console.log)" ;;
 	125) why="not run: guest died (see ${dir#"$SSDQ_REPO"/}/console.log)" ;;
 	*) why="not run: test runner stopped early (status $rc)" ;;
 	esac
 	for n in "${names[@]}"; do
-		line=$(grep -E "^(PASS|FAIL) $n$suffix(:|$)" "$dir/results.txt" 2>/dev/null | tail -n1)
+		line=$(grep -E "^(PASS|FAIL|SKIP) $n$suffix(:|$)" "$dir/results.txt" 2>/dev/null | tail -n1)
 		if [[ -z $line ]]; then
 			result FAIL "$n$suffix" "$why"
+		elif [[ $line == SKIP* ]]; then
+			result SKIP "$n$suffix" "${line#SKIP "$n$suffix": }"
 		elif [[ $line == PASS* ]]; then
 			if reason=$(post_check "$n$suffix" "$dir"); then
 				result PASS "$n$suffix"
@@ -418,5 +438,5 @@ else
 	fi
 fi
 
-echo "$npass passed, $nfail failed"
+echo "$npass passed, $nfail failed, $nskip skipped"
 ((nfail == 0))

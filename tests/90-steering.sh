@@ -10,8 +10,7 @@ set -euo pipefail
 cd /tmp
 
 [[ $DUT == ssdq ]] || {
-	ok "steering: ssdq-only switches; nothing to do for $DUT"
-	exit 0
+	skip "ssdq-only switches; nothing to do for $DUT"
 }
 (($(nproc --all) >= 2)) || fail "needs 2 vCPUs"
 dut_load io_queues=1

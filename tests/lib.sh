@@ -61,6 +61,14 @@ ok() {
 	return 0
 }
 
+# The test does not apply here (e.g. ssdq's own switches, DUT=nvme): it
+# reports SKIP with the reason, not a PASS that checked nothing. Exits.
+skip() {
+	echo "SKIP: $*"
+	[[ -n ${T_DIR:-} ]] && printf '%s\n' "$*" >"$T_DIR/skip"
+	exit 0
+}
+
 assert_eq() { # what got want
 	[[ $2 == "$3" ]] || fail "$1: got '$2', want '$3'"
 	ok "$1 = $3"

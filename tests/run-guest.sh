@@ -3,6 +3,7 @@
 # script in order and prints one line per test:
 #   PASS name
 #   FAIL name: reason
+#   SKIP name: why it does not apply (lib.sh's skip)
 # The same lines go to $SSDQ_OUT/results.txt; each test's output goes to
 # $SSDQ_OUT/logs/<name>.log. Exit status: number of failures (capped).
 #
@@ -16,7 +17,9 @@
 #      (where the time goes: the debug lane pays about 1 s per process).
 #
 # Framework rules applied to every test, after it exits:
-#  - it must have made at least one assertion (ok/assert_*),
+#  - it must have made at least one assertion (ok/assert_*), or skipped,
+#  - whatever it left running in the background (fio, switch flippers,
+#    loops; a failed test's in particular) is killed before the next one,
 #  - a DUT module still loaded is unloaded (and must unload),
 #  - the kernel log it caused must not contain a kernel report (WARNING,
 #    BUG, Oops, Call Trace, KASAN, UBSAN, lockdep, hung task: BAD_ANY in
@@ -99,8 +102,12 @@ leak_check() {
 		done
 }
 
+# Is a process group still there, or gone?
+group_alive() { kill -0 -- "-$1" 2>/dev/null; }
+group_gone() { ! group_alive "$1"; }
+
 run_one() { # script
-	local script=$1 name tmo rc reason v lockdep_was
+	local script=$1 name tmo rc reason skipped v lockdep_was tpid
 	name=$(test_name "$script")${SSDQ_SUFFIX:-}
 	tmo=$(sed -nE 's/^# timeout: ([0-9]+).*/\1/p' "$script" | head -n1)
 	tmo=$((${tmo:-${SSDQ_TEST_TIMEOUT:-300}} * ${SSDQ_TIMEOUT_SCALE:-1}))
@@ -119,14 +126,26 @@ run_one() { # script
 	# Traced: PS4 set inside (bash ignores an inherited PS4 when root).
 	[[ -n ${SSDQ_XTRACE:-} ]] &&
 		sh=(bash -c 'PS4="+ \${EPOCHREALTIME} \${BASH_SOURCE[0]##*/}:\${LINENO} "; set -x; . "$0"')
-	(cd "$T_DIR" && timeout -k 10 "$tmo" "${sh[@]}" "$script") >>"$logf" 2>&1 || rc=$?
+	# timeout(1) makes its own process group, which everything the test
+	# starts joins: what is left of it once the test is over is killed.
+	(cd "$T_DIR" && exec timeout -k 10 "$tmo" "${sh[@]}" "$script") >>"$logf" 2>&1 &
+	tpid=$!
+	wait "$tpid" || rc=$?
 	local t1=$SECONDS
-	reason=
+	if group_alive "$tpid"; then
+		echo "killing what the test left running: $(pgrep -g "$tpid" -d ' ' -l | tr '\n' ' ')" >>"$logf"
+		kill -KILL -- "-$tpid" 2>/dev/null
+		wait_until 30 group_gone "$tpid" ||
+			echo "still running 30 s after SIGKILL: $(pgrep -g "$tpid" -d ' ')" >>"$logf"
+	fi
+	reason='' skipped=''
 	if ((rc == 124 || rc == 137)); then
 		reason="timed out after ${tmo}s"
 	elif ((rc != 0)); then
 		reason=$(head -n1 "$T_DIR/reason" 2>/dev/null)
 		reason=${reason:-"exit status $rc (see logs/$name.log)"}
+	elif [[ -s $T_DIR/skip ]]; then
+		skipped=$(head -n1 "$T_DIR/skip")
 	elif [[ ! -s $T_DIR/asserts ]]; then
 		reason="made no assertion"
 	fi
@@ -155,7 +174,9 @@ run_one() { # script
 		reason=${reason:-"dmesg: $(head -n1 <<<"$v")"}
 	fi
 	echo "--- $((SECONDS - t0))s (test $((t1 - t0))s)" >>"$logf"
-	if [[ -z $reason ]]; then
+	if [[ -z $reason && -n $skipped ]]; then
+		echo "SKIP $name: $skipped" | tee -a "$results"
+	elif [[ -z $reason ]]; then
 		echo "PASS $name" | tee -a "$results"
 	else
 		echo "FAIL $name: $reason" | tee -a "$results"
