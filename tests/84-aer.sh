@@ -163,11 +163,6 @@ assert_eq "reset failures" "$(($(rec reset_failures) - rf0))" 1
 assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" 1
 assert_eq "'disabling for good' lines" \
 	"$(dmesg_raw_since aer-failed | grep -c 'ssdq.*disabling the controller for good: controller does not disable after a PCI reset' || true)" 1
-cmd=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$PCI_DUT/config" | tr -d ' ')
-(((cmd & 4) == 0)) || fail "bus mastering still on (PCI command $cmd) with the controller given up"
-ok "bus mastering off (PCI command $cmd)"
-wait_for 30 "the writer to exit with its requests failed" fio_gone
-wait "$fpid" || true
-ok "the writer exited"
+assert_given_up
 assert_eq "disk size after the failure (sectors)" "$(cat "$SYS/size")" 0
 dut_unload

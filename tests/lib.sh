@@ -174,6 +174,18 @@ busy_writer() { # tag off [runtime]
 # Has the busy writer exited (a zombie counts)?
 fio_gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
 
+# A controller given up: the device has lost bus mastering, and the busy
+# writer exits once its requests fail.
+assert_given_up() {
+	local cmd
+	cmd=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$PCI_DUT/config" | tr -d ' ')
+	(((cmd & 4) == 0)) || fail "bus mastering still on (PCI command $cmd) with the controller given up"
+	ok "bus mastering off (PCI command $cmd)"
+	wait_for 30 "the writer to exit with its requests failed" fio_gone
+	wait "$fpid" || true
+	ok "the writer exited"
+}
+
 # Run CMD every SECS in the background, an event source beside a verify
 # run, until stop_every; that sets EVERY_N to how many ran, and fails the
 # test if one failed (unless it failed after stop_every was called: one
