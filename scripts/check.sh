@@ -350,16 +350,16 @@ debug_lane() {
 	# timeouts scale; the tests themselves wait on conditions.
 	# Amounts of I/O that only add confidence shrink (IO_DIV in lib.sh).
 	if ((${#tests[@]})); then
-		debug_boot "$dir" "$out/debug" --trace "$trace_events" -- "${tests[@]}"
+		debug_boot "$dir" "$out/debug" "$tmo" --trace "$trace_events" -- "${tests[@]}"
 	fi
 	if ((${#pcie[@]})); then
-		debug_boot "$dir" "$out/debug-pcie" --pcie -- "${pcie[@]}"
+		debug_boot "$dir" "$out/debug-pcie" "$tmo" --pcie -- "${pcie[@]}"
 	fi
 }
 
-debug_boot() { # kernel-dir bootdir vm-args... -- names...
-	local dir=$1 boot=$2
-	shift 2
+debug_boot() { # kernel-dir bootdir timeout vm-args... -- names...
+	local dir=$1 boot=$2 tmo=$3
+	shift 3
 	SSDQ_KO=$out/debug-ko/ssdq.ko SSDQ_TIMEOUT_SCALE=${SSDQ_TIMEOUT_SCALE:-4} \
 		SSDQ_IO_DIV=${SSDQ_IO_DIV:-4} \
 		boot_suite "$boot" -debug -t "$tmo" --img-mb "$img_mb" \
