@@ -4,8 +4,7 @@
 # 8 KiB need PRP lists (or SGLs); 1 MiB exceeds MDTS and gets split; buffers
 # start 512 bytes into a page (mem_align) so PRP entry 0 has an offset.
 # Engines io_uring and libaio, depths 1/16/32, 1-4 jobs, O_DIRECT, plus a
-# buffered write verified afterwards with O_DIRECT reads; then 2- and
-# 4-entry queues (io_queue_depth) under QD64.
+# buffered write verified afterwards with O_DIRECT reads.
 # timeout: 900
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -46,16 +45,3 @@ buf=(--filename="$DEV" --rw=randwrite --bssplit="$bssplit" --verify=crc32c
 run_fio buffered-write $((16 * MiB)) - "${buf[@]}" --direct=0 --do_verify=0 --fsync_on_close=1
 echo 1 >/proc/sys/vm/drop_caches
 run_fio buffered-verify - $((16 * MiB)) "${buf[@]}" --direct=1 --verify_only=1
-
-# Tiny queues under deep submission: io_queue_depth 2 (one command in
-# flight per queue) and 4, fio at QD64 in batches of 16 on an interrupt-
-# driven queue per CPU and on the polled one. The tag set caps what blk-mq
-# sends; plugged batches wait for tags; everything completes, verified.
-for depth in 2 4; do
-	dut_load io_queue_depth=$depth poll_queues=1
-	assert_eq "queue/nr_requests at io_queue_depth=$depth" "$(sysq nr_requests)" $((depth - 1))
-	run_fio "depth$depth" $((12 * MiB)) $((12 * MiB)) "${common[@]}" \
-		--ioengine=io_uring --iodepth=64 --iodepth_batch_submit=16 --size=4m \
-		--name="d$depth" --numjobs=2 --offset="$(region 0)" --offset_increment=8m \
-		--name="d$depth-hipri" --hipri=1 --offset="$(region $((16 * MiB)))"
-done
