@@ -9,6 +9,8 @@
 #                       sees writable at the same path (default build/vm/last)
 #   --lbs N             logical/physical block size of both NVMe namespaces
 #                       (default: QEMU's 512)
+#   --mdts N            MDTS of both controllers: transfers up to 2^N
+#                       4 KiB pages (default: QEMU's 7, 512 KiB)
 #   --img-mb N          size of each NVMe image in MiB (default 512)
 #   --console           also stream the guest console to stdout
 #   --debug-kernel DIR  boot the debug kernel cached in DIR (the directory
@@ -45,7 +47,8 @@
 # Both drives use discard=unmap: with QEMU's default (ignore) DSM deallocate
 # is a no-op although the namespace reports DLFEAT=1 (reads as zeroes).
 # Images are created fresh (sparse, zero-filled) for each boot and kept in
-# $OUT for host-side checks, with console.log.
+# $OUT for host-side checks, with console.log and qemu.rc (QEMU's exit
+# status: 0 when the guest reset or powered off, 124 when timed out).
 #
 # Exit status: the command's, or 124 if the VM timed out, 125 if the guest
 # died without reporting one (panic, init failure). On those the last 40
@@ -59,6 +62,7 @@ set -euo pipefail
 timeout=${SSDQ_VM_TIMEOUT:-900}
 out=$SSDQ_BUILD/vm/last
 lbs=
+mdts=
 img_mb=512
 console=0
 debug_dir=
@@ -70,6 +74,7 @@ while (($#)); do
 	-t | --timeout) timeout=$2; shift 2 ;;
 	-o | --out) out=$2; shift 2 ;;
 	--lbs) lbs=$2; shift 2 ;;
+	--mdts) mdts=$2; shift 2 ;;
 	--img-mb) img_mb=$2; shift 2 ;;
 	--console) console=1; shift ;;
 	--trace) trace=$2; shift 2 ;;
@@ -169,6 +174,7 @@ boot() {
 	local img nvme_opts='' machine=pc dut_at=addr=04.0
 	local -a root_port=()
 	[[ -n $lbs ]] && nvme_opts=",logical_block_size=$lbs,physical_block_size=$lbs"
+	[[ -n $mdts ]] && nvme_opts+=",mdts=$mdts"
 	if ((pcie)); then
 		# A link of at most 5 GT/s: after a bus reset the kernel then
 		# waits for the device, not for Data Link Layer Link Active,
@@ -235,6 +241,7 @@ boot() {
 	fi
 	qrc=0
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null >"$out/qemu.out" 2>&1 || qrc=$?
+	echo "$qrc" >"$out/qemu.rc"
 	if [[ -n $tailpid ]]; then
 		sleep 0.3
 		kill "$tailpid" 2>/dev/null || true
