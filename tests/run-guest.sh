@@ -102,6 +102,31 @@ leak_check() {
 		done
 }
 
+# A test that timed out: what the block layer and the driver held then
+# (requests in flight or waiting for dispatch, tags, ssdq's own debugfs),
+# and where blocked tasks sleep. For the log; a stall in CI is otherwise
+# a line saying only that the time ran out.
+dump_stuck() { # logf
+	local f p
+	{
+		echo "--- state at the timeout"
+		for f in /sys/kernel/debug/block/{ssdq,nvme}*/hctx*/{state,busy,dispatch,tags,*/*_rq_list} \
+			/sys/kernel/debug/ssdq/*/*; do
+			[[ -f $f && -r $f ]] || continue
+			echo "$f:"
+			if [[ $f == */tags ]]; then
+				grep -E '^(nr_tags|active_queues|depth|busy|ws_active)=' "$f"
+			else
+				head -n 40 "$f"
+			fi 2>&1 | sed 's/^/  /'
+		done
+		ps -eo pid=,stat=,wchan:32=,args= | awk '$2 ~ /D/' | while read -r p _; do
+			echo "blocked: $(ps -o pid=,stat=,args= -p "$p")"
+			sed 's/^/  /' "/proc/$p/stack" 2>/dev/null
+		done
+	} >>"$1" 2>&1
+}
+
 # Is a process group still there, or gone?
 group_alive() { kill -0 -- "-$1" 2>/dev/null; }
 group_gone() { ! group_alive "$1"; }
@@ -132,6 +157,7 @@ run_one() { # script
 	tpid=$!
 	wait "$tpid" || rc=$?
 	local t1=$SECONDS
+	((rc != 124 && rc != 137)) || dump_stuck "$logf"
 	if group_alive "$tpid"; then
 		echo "killing what the test left running: $(pgrep -g "$tpid" -d ' ' -l | tr '\n' ' ')" >>"$logf"
 		kill -KILL -- "-$tpid" 2>/dev/null
