@@ -63,7 +63,7 @@ esac
 [[ -z $kernel ]] || lane=kernel
 # The reach lane: each technique's own test, on each other kernel.
 REACH_KERNELS=(6.1 newest)
-REACH_TESTS="load integrity plugging recovery steering irq"
+REACH_TESTS="load integrity qdepth plugging recovery steering irq"
 # DKMS builds against installed Debian headers: 6.12's and these.
 DKMS_KERNELS=(6.1)
 
@@ -96,16 +96,20 @@ result() { # PASS|FAIL|SKIP name [reason]
 	fi
 }
 
-# A test's header may also say "# boot: pcie": it then runs in a boot of
-# its own on the PCI Express machine (vm.sh --pcie), not in the main one.
-all_tests() { # lane [boot] -> names of tests/NN-name.sh, in order, optionally filtered
+# A test's header may also say "# boot: NAME": it then runs in a boot of
+# that name, with the other tests that name it, not in the main one. NAME
+# pcie is the PCI Express machine (vm.sh --pcie), mdts8 controllers that
+# take 1 MiB transfers (--mdts 8); any other NAME is the main machine with
+# images of its own (fs: a test that writes the whole disk, where the main
+# boot's host post-checks read their regions).
+all_tests() { # lane [boot|'*'] -> names of tests/NN-name.sh, in order, optionally filtered
 	local f n lanes boot
 	for f in "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh; do
 		[[ $f == *.post.sh ]] && continue
 		lanes=$(sed -nE 's/^# lanes: (.*)/\1/p' "$f" | head -n1)
 		[[ -z $lanes || " $lanes " == *" $1 "* ]] || continue
 		boot=$(sed -nE 's/^# boot: (.*)/\1/p' "$f" | head -n1)
-		[[ ${boot:-main} == "${2:-main}" ]] || continue
+		[[ ${2:-main} == '*' || ${boot:-main} == "${2:-main}" ]] || continue
 		n=${f##*/}
 		n=${n%.sh}
 		n=${n#[0-9][0-9]-}
@@ -114,6 +118,18 @@ all_tests() { # lane [boot] -> names of tests/NN-name.sh, in order, optionally f
 		fi
 		echo "$n"
 	done
+}
+
+# The boot names tests ask for besides main, each once, in test order.
+extra_boots() {
+	sed -nE 's/^# boot: (.*)/\1/p' "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh | awk '!seen[$0]++'
+}
+
+boot_args() { # boot name -> vm.sh arguments
+	case $1 in
+	pcie) echo --pcie ;;
+	mdts8) echo --mdts 8 ;;
+	esac
 }
 
 # Host post-check of a test whose guest part passed: tests/NN-name.post.sh
@@ -191,9 +207,9 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 }
 
 prod_lane() {
-	local tests pcie built=1 err kdir
+	local tests every built=1 err kdir b
 	mapfile -t tests < <(all_tests prod)
-	mapfile -t pcie < <(all_tests prod pcie)
+	mapfile -t every < <(all_tests prod '*')
 	if [[ $DUT == ssdq ]]; then
 		kdir=$(ssdq_kdir) || kdir=
 		note "building ssdq.ko against ${kdir:-?}"
@@ -223,9 +239,9 @@ prod_lane() {
 		fi
 	fi
 
-	((${#tests[@]} + ${#pcie[@]})) || return 0
+	((${#every[@]})) || return 0
 	if ((!built)); then
-		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n" "not run: build failed"; done
+		for n in "${every[@]}"; do result FAIL "$n" "not run: build failed"; done
 		return 0
 	fi
 	if ((${#tests[@]})); then
@@ -233,34 +249,28 @@ prod_lane() {
 			--img-mb "$img_mb" --trace "$trace_events" \
 			-- "${tests[@]}"
 	fi
-	# PCI error recovery needs PCI Express: a boot of its own (q35).
-	if ((${#pcie[@]})); then
-		boot_suite "$out/pcie" "" -t 900 --img-mb "$img_mb" --pcie -- "${pcie[@]}"
-	fi
+	# Boots of their own: PCI error recovery needs PCI Express (q35); the
+	# filesystems write the whole disk.
+	for b in $(extra_boots); do
+		mapfile -t tests < <(all_tests prod "$b")
+		((${#tests[@]})) || continue
+		# shellcheck disable=SC2046 # boot_args: options without spaces
+		boot_suite "$out/$b" "" -t 900 --img-mb "$img_mb" $(boot_args "$b") -- "${tests[@]}"
+	done
 	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
-	if [[ " ${tests[*]} " == *" load "* ]]; then
+	if [[ " ${every[*]} " == *" load "* ]]; then
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 600 -- load
 	fi
 	# Every DMA mapping bounced through swiotlb: the queue's largest request
 	# must still map (dma-limits only, one cheap boot).
-	if [[ " ${tests[*]} " == *" dma-limits "* ]]; then
+	if [[ " ${every[*]} " == *" dma-limits "* ]]; then
 		SSDQ_APPEND=swiotlb=force boot_suite "$out/swiotlb" -swiotlb -t 600 -- dma-limits
 	fi
 }
 
-# ssdq.ko for another kernel (the debug one, another release), built from
-# a copy of the sources so the repo's own ssdq.ko (Debian's 6.12) stays as
-# it is. W=1 on that kernel's own config is part of the lane.
+# ssdq.ko for another kernel: common.sh's ssdq_ko_copy, into $out.
 build_ko_copy() { # kernel-build-dir tag -> status; $out/<tag>-ko, $out/build-<tag>.log
-	local src=$out/$2-ko log=$out/build-$2.log
-	rm -rf "$src"
-	mkdir -p "$src"
-	cp -r "$SSDQ_REPO"/{Kbuild,dkms.conf,drivers,include} "$src"/
-	find "$src" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
-	git -C "$SSDQ_REPO" describe --always --dirty --exclude '*' >"$src/VERSION" 2>/dev/null || true
-	make -C "$1" M="$src" W=1 modules >"$log" 2>&1 &&
-		[[ -f $src/ssdq.ko ]] || return 1
-	! grep -E 'warning:' "$log" >&2
+	ssdq_ko_copy "$1" "$out/$2-ko" "$out/build-$2.log"
 }
 
 # A VM's timeout inside CI's budget (SSDQ_DEADLINE, epoch seconds): the
@@ -315,10 +325,10 @@ debug_tests() { # [boot]
 }
 
 debug_lane() {
-	local tests pcie dir n
+	local tests every dir n b
 	mapfile -t tests < <(debug_tests)
-	mapfile -t pcie < <(debug_tests pcie)
-	((${#tests[@]} + ${#pcie[@]})) || return 0
+	mapfile -t every < <(debug_tests '*')
+	((${#every[@]})) || return 0
 	note "debug kernel (scripts/debug-kernel.sh; cached outside the repo)"
 	# A background build that failed is not tried again (20 minutes).
 	if [[ -n ${bg_build:-} ]] && ! wait "$bg_build"; then
@@ -328,20 +338,20 @@ debug_lane() {
 	fi
 	if [[ -z $dir ]]; then
 		result FAIL debug-kernel "$(grep -m1 '^error' "$out/debug-kernel.log" || echo "see build/check/debug-kernel.log")"
-		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: no debug kernel"; done
+		for n in "${every[@]}"; do result FAIL "$n-debug" "not run: no debug kernel"; done
 		return 0
 	fi
 	result PASS debug-kernel
 	local tmo
 	if ! tmo=$(vm_timeout "${SSDQ_DEBUG_TIMEOUT:-3600}"); then
-		for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: too little time left before SSDQ_DEADLINE"; done
+		for n in "${every[@]}"; do result FAIL "$n-debug" "not run: too little time left before SSDQ_DEADLINE"; done
 		return 0
 	fi
 	if [[ $DUT == ssdq ]]; then
 		note "building ssdq.ko against the debug kernel"
 		if ! build_ko_copy "$dir/src" debug; then
 			result FAIL build-debug "$(grep -m1 -E 'error|warning' "$out/build-debug.log" || echo "see build/check/build-debug.log")"
-			for n in "${tests[@]}" "${pcie[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
+			for n in "${every[@]}"; do result FAIL "$n-debug" "not run: build failed"; done
 			return 0
 		fi
 		result PASS build-debug
@@ -352,9 +362,12 @@ debug_lane() {
 	if ((${#tests[@]})); then
 		debug_boot "$dir" "$out/debug" "$tmo" --trace "$trace_events" -- "${tests[@]}"
 	fi
-	if ((${#pcie[@]})); then
-		debug_boot "$dir" "$out/debug-pcie" "$tmo" --pcie -- "${pcie[@]}"
-	fi
+	for b in $(extra_boots); do
+		mapfile -t tests < <(debug_tests "$b")
+		((${#tests[@]})) || continue
+		# shellcheck disable=SC2046 # boot_args: options without spaces
+		debug_boot "$dir" "$out/debug-$b" "$tmo" $(boot_args "$b") -- "${tests[@]}"
+	done
 }
 
 debug_boot() { # kernel-dir bootdir timeout vm-args... -- names...
@@ -391,9 +404,9 @@ reach_tests() {
 
 selected=$( {
 	[[ $lane == prod || $lane == all || $lane == kernel ]] && all_tests prod
-	[[ $lane == prod || $lane == all ]] && all_tests prod pcie
+	[[ $lane == prod || $lane == all ]] && all_tests prod '*'
 	[[ $lane == reach || $lane == all ]] && reach_tests
-	[[ $lane == debug || $lane == all ]] && { debug_tests; debug_tests pcie; }
+	[[ $lane == debug || $lane == all ]] && debug_tests '*'
 } | wc -l)
 ((selected)) || result FAIL tests "no test selected (SSDQ_TESTS=${SSDQ_TESTS:-}, lane $lane)"
 # Every lane and no cached debug kernel (CI, a fresh machine): build it

@@ -57,3 +57,18 @@ ssdq_build_kernel() { # dir image modroot what jobs
 	cp "$dir/src/arch/x86/boot/bzImage" "$image"
 	make -C "$dir/src" -s kernelrelease
 }
+
+# ssdq.ko for another kernel (the debug one, another release), built from
+# a copy of the sources so the repo's own ssdq.ko (Debian's 6.12) stays as
+# it is. W=1 on that kernel's own config: a warning fails the build.
+ssdq_ko_copy() { # kernel-build-dir dest-dir log -> status; dest-dir/ssdq.ko
+	local src=$2 log=$3
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -r "$SSDQ_REPO"/{Kbuild,dkms.conf,drivers,include} "$src"/
+	find "$src" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
+	git -C "$SSDQ_REPO" describe --always --dirty --exclude '*' >"$src/VERSION" 2>/dev/null || true
+	make -C "$1" M="$src" W=1 modules >"$log" 2>&1 &&
+		[[ -f $src/ssdq.ko ]] || return 1
+	! grep -E 'warning:' "$log" >&2
+}

@@ -1,0 +1,67 @@
+#!/bin/bash
+# filesystem: ext4 and XFS on the whole of /dev/ssdq0. For each: mkfs, a
+# verified file workload (4 jobs x 8 files, mixed block sizes, buffered and
+# O_DIRECT, fsync every 8 writes), fstrim (the disk counts the discards),
+# the files verified again, unmount, the checker finds the filesystem
+# clean, mount again and the files verify once more, read from the device
+# (caches dropped). A boot of its own: mkfs writes all over the disk, where
+# the main boot's host post-checks read their regions.
+# boot: fs
+# timeout: 900
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+discards() { awk '{ print $12 }' "/sys/block/$DISK/stat"; }
+
+mnt=$(mktemp -d /tmp/ssdq-fs.XXXXXX)
+cleanup() { mountpoint -q "$mnt" && umount "$mnt"; rmdir "$mnt"; }
+trap cleanup EXIT
+
+dut_load
+FSZ=$((4 * MiB / IO_DIV)) # per file
+# Every job writes its 8 files with a fixed seed, verifying as it goes;
+# files() again with --verify_only reads them back in the same order.
+files() { # tag want-write want-read fio-args...
+	local tag=$1 w=$2 r=$3
+	shift 3
+	run_fio "$tag" "$w" "$r" --directory="$mnt" --rw=randwrite \
+		--bssplit=4k/50:16k/20:64k/20:256k/10 --nrfiles=8 --filesize="$FSZ" \
+		--verify=crc32c --verify_fatal=1 --randseed=45 --group_reporting=0 \
+		--name=buffered --ioengine=psync --fsync=8 --numjobs=2 \
+		--name=direct --ioengine=io_uring --direct=1 --iodepth=16 --fsync=8 --numjobs=2 \
+		"$@"
+}
+total=$((4 * 8 * FSZ))
+
+for fs in ext4 xfs; do
+	# The kernel's own request_module() runs the initramfs's modprobe, not
+	# the one of the userland the tests run in.
+	modprobe "$fs" || fail "modprobe $fs failed"
+	case $fs in
+	ext4) mkfs.ext4 -F -q "$DEV" ;;
+	xfs) mkfs.xfs -f -q "$DEV" ;;
+	esac
+	ok "mkfs.$fs on $DEV"
+	mount -t "$fs" "$DEV" "$mnt"
+	files "$fs-write" "$total" "$total"
+
+	d0=$(discards)
+	out=$(fstrim -v "$mnt")
+	log "fstrim: $out"
+	trimmed=$(grep -Eo '\(([0-9]+) bytes\)' <<<"$out" | tr -dc 0-9)
+	assert_gt "$fs: bytes fstrim trimmed" "${trimmed:-0}" 0
+	assert_gt "$fs: discards the disk completed during fstrim" "$(($(discards) - d0))" 0
+	files "$fs-after-trim" - "$total" --verify_only=1
+
+	umount "$mnt"
+	case $fs in
+	ext4) out=$(fsck.ext4 -fn "$DEV" 2>&1) || fail "fsck.ext4 -fn: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
+	xfs) out=$(xfs_repair -n "$DEV" 2>&1) || fail "xfs_repair -n: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
+	esac
+	ok "$fs: the checker finds the filesystem clean after unmount"
+
+	echo 3 >/proc/sys/vm/drop_caches
+	mount -t "$fs" "$DEV" "$mnt"
+	files "$fs-remount" - "$total" --verify_only=1
+	umount "$mnt"
+done
