@@ -71,6 +71,14 @@ bench-quick: deps
 	@$(MAKE) --no-print-directory module
 	@scripts/bench.sh --quick
 
+# make soak [DURATION=10m] [SEED=N] [KERNEL=debug]: random switches, faults,
+# resets, CPU offlining and rebinds under verified I/O, from a printed seed
+# (Documentation/testing.rst). Not a test: not in make check.
+.PHONY: soak
+soak: deps
+	@$(MAKE) --no-print-directory module
+	@DURATION=$(DURATION) SEED=$(SEED) KERNEL=$(KERNEL) scripts/soak.sh
+
 clean:
 	@if [ -n "$(KDIR)" ] && [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	rm -rf build
