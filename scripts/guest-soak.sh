@@ -18,6 +18,9 @@ cd "$T_DIR"
 [[ -n ${SSDQ_FIO_DIR:-} ]] && export PATH=$SSDQ_FIO_DIR:$PATH
 
 report=$SSDQ_OUT/soak-report.txt
+# Everything the kernel logs goes to the console, which is all that is left
+# of a guest that hangs: the hung-task detector's stacks are info lines.
+dmesg -n 7
 events=$T_DIR/events.log
 IO_TIMEOUT=4
 # The events a run may see: every switch, and every fault of fault.c that
