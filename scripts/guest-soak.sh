@@ -32,11 +32,16 @@ FAULT_EVENTS=(drop_completions drop_irqs delay_completions abort_completions
 	slow_enable_ms)
 OTHER_EVENTS=(reset flr cpu_offline)
 
-load() {
-	dut_load poll_queues=1 io_timeout=$IO_TIMEOUT admin_timeout=$IO_TIMEOUT
+# The switches, counters and fault knobs of the disk DISK names.
+disk_paths() {
 	SW=/sys/block/$DISK
 	DBG=/sys/kernel/debug/ssdq/$DISK
 	FAULT=$DBG/fault
+}
+
+load() {
+	dut_load poll_queues=1 io_timeout=$IO_TIMEOUT admin_timeout=$IO_TIMEOUT
+	disk_paths
 }
 
 # One of the words in $P, from the seeded RANDOM: never in a $(...)
@@ -162,13 +167,8 @@ rebind() {
 	counters
 	echo "$PCI_DUT" >"/sys/bus/pci/drivers/ssdq/unbind"
 	echo "$PCI_DUT" >"/sys/bus/pci/drivers/ssdq/bind"
-	wait_for 60 "the disk after the rebind" disk_of_pci "$PCI_DUT" >/dev/null
-	DISK=$(disk_of_pci "$PCI_DUT")
-	DEV=/dev/$DISK
-	wait_for 10 "$DEV" test -b "$DEV"
-	SW=/sys/block/$DISK
-	DBG=/sys/kernel/debug/ssdq/$DISK
-	FAULT=$DBG/fault
+	dut_wait_disk 60
+	disk_paths
 	echo "rebind 1 ${SECONDS}s" >>"$events"
 }
 
