@@ -1,8 +1,8 @@
 #!/bin/bash
 # make check: build, lint, then the test suite in the VM, in two lanes:
 #   prod   Debian's 6.12 kernel, ssdq.ko built in the repo (plus one
-#          4096-byte-LBA boot for the load test, one swiotlb=force boot
-#          for dma-limits);
+#          4096-byte-LBA boot for load, integrity, flush-discard and
+#          recovery, one swiotlb=force boot for dma-limits);
 #   debug  a debug kernel built from linux-source-6.12 (KASAN, lockdep,
 #          kmemleak, UBSAN; scripts/debug-kernel.sh, cached outside the
 #          repo), ssdq.ko built against it in build/check/debug-ko/.
@@ -64,6 +64,8 @@ esac
 # The reach lane: each technique's own test, on each other kernel.
 REACH_KERNELS=(6.1 newest)
 REACH_TESTS="load integrity qdepth plugging recovery steering irq"
+# The tests that run again on a namespace of 4096-byte LBAs (prod lane).
+LBS4K_TESTS="load integrity flush-discard recovery"
 # DKMS builds against installed Debian headers: 6.12's and these.
 DKMS_KERNELS=(6.1)
 
@@ -99,9 +101,10 @@ result() { # PASS|FAIL|SKIP name [reason]
 # A test's header may also say "# boot: NAME": it then runs in a boot of
 # that name, with the other tests that name it, not in the main one. NAME
 # pcie is the PCI Express machine (vm.sh --pcie), mdts8 controllers that
-# take 1 MiB transfers (--mdts 8); any other NAME is the main machine with
-# images of its own (fs: a test that writes the whole disk, where the main
-# boot's host post-checks read their regions).
+# take 1 MiB transfers (--mdts 8), cpu4 a machine of 4 vCPUs (--smp 4);
+# any other NAME is the main machine with images of its own (fs: a test
+# that writes the whole disk, where the main boot's host post-checks read
+# their regions).
 all_tests() { # lane [boot|'*'] -> names of tests/NN-name.sh, in order, optionally filtered
 	local f n lanes boot
 	for f in "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh; do
@@ -129,6 +132,7 @@ boot_args() { # boot name -> vm.sh arguments
 	case $1 in
 	pcie) echo --pcie ;;
 	mdts8) echo --mdts 8 ;;
+	cpu4) echo --smp 4 ;;
 	esac
 }
 
@@ -207,7 +211,7 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 }
 
 prod_lane() {
-	local tests every built=1 err kdir b
+	local tests every built=1 err kdir b n
 	mapfile -t tests < <(all_tests prod)
 	mapfile -t every < <(all_tests prod '*')
 	if [[ $DUT == ssdq ]]; then
@@ -257,9 +261,15 @@ prod_lane() {
 		# shellcheck disable=SC2046 # boot_args: options without spaces
 		boot_suite "$out/$b" "" -t 900 --img-mb "$img_mb" $(boot_args "$b") -- "${tests[@]}"
 	done
-	# Second controller config: 4096-byte LBAs, load test only (one cheap boot).
-	if [[ " ${every[*]} " == *" load "* ]]; then
-		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 600 -- load
+	# Second controller config: 4096-byte LBAs, for the tests whose I/O
+	# sizes follow the block size (LBS4K_TESTS), named <test>-4k.
+	local -a lbs4k=()
+	for n in $LBS4K_TESTS; do
+		[[ " ${every[*]} " == *" $n "* ]] && lbs4k+=("$n")
+	done
+	if ((${#lbs4k[@]})); then
+		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 900 --img-mb "$img_mb" \
+			--trace "$trace_events" -- "${lbs4k[@]}"
 	fi
 	# Every DMA mapping bounced through swiotlb: the queue's largest request
 	# must still map (dma-limits only, one cheap boot).

@@ -4,7 +4,8 @@
 # Documentation/*.rst mention must be in drivers/ or include/, one said to
 # be in a given file ("io.c: ssdq_queue_rq()") must be defined there, and
 # every document must parse (docutils). Run by make lint; a rename that
-# leaves a stale reference fails it.
+# leaves a stale reference fails it. testing.rst must list the matrix's
+# cases as tests/matrix-cases.sh makes them.
 #
 #   scripts/docrefs.sh [SRCDIR]    (default: the repo)
 set -euo pipefail
@@ -40,6 +41,14 @@ while read -r ref; do
 		bad=$((bad + 1))
 	fi
 done < <(grep -ohE '[a-z_]+\.[ch]: ssdq_[a-z0-9_]+\(' "${docs[@]}" | sort -u)
+# testing.rst's list of the combination matrix's cases is the one
+# tests/matrix-cases.sh makes (the literal block after "The cases (").
+listed=$(awk '/^The cases \(/ { on = 1; next } on && /^  [0-9]/ { print substr($0, 3) }
+	on && /^[A-Z]/ { exit }' Documentation/testing.rst)
+if [[ $listed != "$(bash tests/matrix-cases.sh)" ]]; then
+	echo "docrefs: Documentation/testing.rst's matrix cases differ from what tests/matrix-cases.sh prints" >&2
+	bad=$((bad + 1))
+fi
 # And every document parses: a malformed table or a broken link target
 # would hide what it says. (toctree is Sphinx's, not docutils'.)
 rst_errors=$(python3 - "${docs[@]:1}" <<'PY'
@@ -62,4 +71,4 @@ if [[ -n $rst_errors ]]; then
 	bad=$((bad + $(grep -c . <<<"$rst_errors")))
 fi
 ((bad == 0)) || { echo "docrefs: $bad stale references or malformed documents" >&2; exit 1; }
-echo "docrefs: ${#docs[@]} documents parse; every ssdq_*() and driver file they name exists" >&2
+echo "docrefs: ${#docs[@]} documents parse; every ssdq_*() and driver file they name exists; the matrix's cases are listed" >&2

@@ -25,7 +25,8 @@ events=$T_DIR/events.log
 IO_TIMEOUT=4
 # The events a run may see: every switch, and every fault of fault.c that
 # loses no data (media_errors and fail_disable fail I/O by design;
-# refuse_dbbuf and slow_enable_ms act at the next reset).
+# refuse_dbbuf and slow_enable_ms act at the next reset, fatal_status at
+# the next timeout).
 SWITCH_EVENTS=(batching shadow_doorbells steering irq_mode defer_us budget)
 FAULT_EVENTS=(drop_completions drop_irqs delay_completions abort_completions
 	retry_completions bad_cids drop_admin_completions fatal_status refuse_dbbuf
@@ -74,33 +75,36 @@ event() {
 		echo 50 >"$FAULT/delay_ms"
 		pick 1 8 32
 		v=$P
-		echo "$v" >"$FAULT/$e"
+		strike "$e" "$v" || v="$v-unspent"
 		;;
 	drop_admin_completions)
 		# The admin command it must find is the Abort that a dropped I/O
 		# completion brings, not a reset's (a reset whose admin command
 		# times out fails for good, as nvme's does). So only with no
-		# other fault pending, and no other event until it has struck.
+		# other fault pending.
 		if faults_pending; then
 			v=skipped
 		else
 			echo 1 >"$FAULT/$e"
-			echo 1 >"$FAULT/drop_completions"
-			# With no I/O to drop (between fio runs) it never strikes:
-			# disarm it then, or a later reset would meet it.
-			if ! wait_until 60 fault_spent "$e"; then
-				echo 0 >"$FAULT/$e"
-				echo 0 >"$FAULT/drop_completions"
-				v=unspent
-			fi
+			strike drop_completions || { echo 0 >"$FAULT/$e"; v=unspent; }
+			settle timeout
 		fi
 		;;
 	slow_enable_ms) pick 0 500 1500; v=$P; echo "$v" >"$FAULT/$e" ;;
-	drop_completions | drop_irqs | abort_completions | retry_completions | bad_cids | fatal_status | refuse_dbbuf)
-		echo 1 >"$FAULT/$e"
+	# They act at the next timeout or reset, on no request of their own.
+	fatal_status | refuse_dbbuf) echo 1 >"$FAULT/$e" ;;
+	drop_completions | drop_irqs | abort_completions | retry_completions | bad_cids)
+		strike "$e" || v=unspent
+		settle timeout
 		;;
-	reset) echo 1 >"$SW/recovery/reset" 2>>"$T_DIR/refused" || v=refused ;;
-	flr) echo 1 >"/sys/bus/pci/devices/$PCI_DUT/reset" 2>>"$T_DIR/refused" || v=refused ;;
+	reset)
+		echo 1 >"$SW/recovery/reset" 2>>"$T_DIR/refused" || v=refused
+		settle
+		;;
+	flr)
+		echo 1 >"/sys/bus/pci/devices/$PCI_DUT/reset" 2>>"$T_DIR/refused" || v=refused
+		settle
+		;;
 	cpu_offline)
 		if echo 0 >/sys/devices/system/cpu/cpu1/online 2>>"$T_DIR/refused"; then
 			nap "0.$((RANDOM % 9 + 1))"
@@ -123,6 +127,48 @@ faults_pending() {
 	return 1
 }
 fault_spent() { local n; read -r n <"$FAULT/$1" && ((n == 0)); }
+
+# Faults are paced against the retry budget: a request may run again
+# SSDQ_MAX_RETRIES (5) times, and each reset that takes it back or each
+# retryable status counts one. A fault strikes the next completion, and
+# after a reset that is one of the requests it sent round again: armed
+# back to back, faults meet the same request until it fails (seen). So
+# each fault must strike (or is disarmed after 60 s: with no I/O between
+# fio runs it cannot, and a later reset would meet it) and settle before
+# the next event.
+strike() { # knob [count]
+	echo "${2:-1}" >"$FAULT/$1"
+	wait_until 60 fault_spent "$1" && return 0
+	echo 0 >"$FAULT/$1"
+	return 1
+}
+
+# Let what a fault or a reset set off end: with "timeout", first the
+# timeout a fault may cause (up to io_timeout + 1 s away), the Abort and
+# its admin timeout; then the recovery counters still for a second, and
+# 256 more CQEs reaped (the jobs keep 28 requests in flight): every request
+# sent round has run.
+recovery_moves() {
+	local k v s=0
+	while read -r k v; do
+		case $k in timeouts | resets | requeued | retried | admin_timeouts) s=$((s + v)) ;; esac
+	done <"$DBG/recovery"
+	echo "$s"
+}
+recovery_still() {
+	local a
+	a=$(recovery_moves)
+	nap 1
+	[[ $(recovery_moves) == "$a" ]]
+}
+settle() { # [timeout]
+	local r0
+	[[ ${1:-} != timeout ]] || nap $((2 * IO_TIMEOUT + 1))
+	wait_until 60 recovery_still || return 0
+	r0=$(reaped)
+	reaped_more() { (($(reaped) >= r0 + 256)); }
+	wait_until 30 reaped_more || true
+}
 
 # The event driver: an event every 0.5 to 3 s until the stop file; none
 # while the pause file is there (it says so in paused).
@@ -218,6 +264,7 @@ bad=$(dmesg_since soak | grep -E "$BAD_ANY" | head -n 5 || true)
 	echo "I/Os: $(awk '{ n += $1 } END { print n + 0 }' "$T_DIR/ios" 2>/dev/null)"
 	echo "events:"
 	awk '{ n[$1]++ } END { for (e in n) printf "  %-24s %d\n", e, n[e] }' "$events" 2>/dev/null | sort
+	echo "faults disarmed unspent (no I/O for them to strike): $(grep -c unspent "$events" 2>/dev/null || true)"
 	echo "recovery and faults (sums over every probe):"
 	awk '$1 != "last_recovery_ms" { n[$1] += $2 } END { for (k in n) if (n[k]) printf "  %-26s %d\n", k, n[k] }' \
 		"$T_DIR/counters" 2>/dev/null | sort

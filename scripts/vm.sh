@@ -22,6 +22,7 @@
 #                       behind a root port with AER, at 0000:01:00.0
 #                       ($SSDQ_PCI_DUT in the guest), so the kernel's AER
 #                       driver (and aer_inject) can run error recovery on it
+#   --smp N             N vCPUs (default 2; the matrix test's boot has 4)
 #   --kernel-dir DIR    boot another Debian kernel, unpacked in DIR by
 #                       scripts/kernel.sh (e.g. 6.1), its modules on
 #                       /lib/modules
@@ -68,6 +69,7 @@ console=0
 debug_dir=
 kernel_dir=
 pcie=0
+smp=2
 trace=${SSDQ_TRACE_EVENTS:-}
 while (($#)); do
 	case $1 in
@@ -81,6 +83,7 @@ while (($#)); do
 	--debug-kernel) debug_dir=$2; shift 2 ;;
 	--kernel-dir) kernel_dir=$2; shift 2 ;;
 	--pcie) pcie=1; shift ;;
+	--smp) smp=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "vm.sh: unknown option $1" ;;
 	*) break ;;
@@ -215,7 +218,7 @@ boot() {
 	# with int3 while the other vCPU runs that code, which MTTCG can turn
 	# into an "Oops: int3" (seen in a make check's steering test).
 	local -a qemu=(qemu-system-x86_64 -machine "$machine" "${accel_args[@]}"
-		-smp 2 -m "$mem"
+		-smp "$smp" -m "$mem"
 		-nodefaults -nographic -no-reboot -monitor none
 		-serial "file:$log"
 		-kernel "$kernel" -initrd "$initrd"

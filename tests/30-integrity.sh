@@ -1,6 +1,7 @@
 #!/bin/bash
 # integrity: fio writes random data (crc32c headers) in mixed sizes from
-# 512 B to 1 MiB, then reads every block back and verifies it. Sizes above
+# one logical block (512 B, or 4 KiB as integrity-4k) to 1 MiB, then reads
+# every block back and verifies it. Sizes above
 # 8 KiB need PRP lists (or SGLs); 1 MiB exceeds MDTS and gets split; buffers
 # start 512 bytes into a page (mem_align) so PRP entry 0 has an offset.
 # Engines io_uring and libaio, depths 1/16/32, 1-4 jobs, O_DIRECT, plus a
@@ -9,10 +10,15 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-((SSDQ_LBS == 512)) || fail "integrity needs 512-byte LBAs (512 B I/Os), have $SSDQ_LBS"
 dut_load
 
-bssplit=512/8:4k/20:8k/10:12k/12:20k/10:64k/15:128k/10:256k/5:1m/10
+# The smallest I/O is one logical block.
+case $SSDQ_LBS in
+512) bssplit=512/8:4k/20:8k/10:12k/12:20k/10:64k/15:128k/10:256k/5:1m/10 ;;
+4096) bssplit=4k/28:8k/10:12k/12:20k/10:64k/15:128k/10:256k/5:1m/10 ;;
+*) fail "integrity knows 512-byte and 4 KiB LBAs, not $SSDQ_LBS" ;;
+esac
+assert_eq "logical_block_size" "$(sysq logical_block_size)" "$SSDQ_LBS"
 common=(--filename="$DEV" --direct=1 --rw=randwrite --bssplit="$bssplit"
 	--verify=crc32c --verify_fatal=1 --do_verify=1 --mem_align=512
 	--randrepeat=0 --group_reporting=0)

@@ -1,9 +1,10 @@
 #!/bin/bash
-# steering: with one I/O queue for two CPUs, completions land on the wrong
-# CPU unless steered. off: some complete elsewhere; ipi: none do, and one IPI
-# carries several requests; blk (rq_affinity=2): none do either. fio verify
-# passes in every mode, with the mode switched under load, and with a vCPU
-# taken offline and back under load.
+# steering: with one I/O queue for every CPU (two here; four in
+# 91-steering-cpu4), completions land on the wrong CPU unless steered. off:
+# some complete elsewhere; ipi: none do, and one IPI carries several
+# requests; blk (rq_affinity=2): none do either. fio verify passes in every
+# mode, with the mode switched under load, and with a vCPU taken offline
+# and back under load.
 # timeout: 600
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -12,7 +13,10 @@ cd /tmp
 [[ $DUT == ssdq ]] || {
 	skip "ssdq-only switches; nothing to do for $DUT"
 }
-(($(nproc --all) >= 2)) || fail "needs 2 vCPUs"
+read -r online </sys/devices/system/cpu/online
+NCPU=$((${online##*-} + 1))
+((NCPU >= 2)) || fail "needs 2 vCPUs or more, not $NCPU"
+CPUS=$(seq -s ' ' 0 $((NCPU - 1)))
 dut_load io_queues=1
 STATS=/sys/kernel/debug/ssdq/$DISK/steering
 MODE=/sys/block/$DISK/steering/mode
@@ -20,7 +24,7 @@ nq=$(find "/sys/block/$DISK/mq" -mindepth 1 -maxdepth 1 | wc -l)
 assert_eq "hardware queues with io_queues=1" "$nq" 1
 
 stat_of() { kv_get "$STATS" "$1"; }
-NIOS=$((6000 / IO_DIV)) # per pinned reader
+NIOS=$((12000 / NCPU / IO_DIV)) # per pinned reader
 
 # One reader pinned to each vCPU, QD32, on the single queue. Each submits
 # and reaps 8 at a time, so its commands reach the device together and
@@ -30,7 +34,7 @@ NIOS=$((6000 / IO_DIV)) # per pinned reader
 # so a sector names its reader (the trace events are matched by sector).
 pinned_load() { # tag
 	local cpu pids=()
-	for cpu in 0 1; do
+	for cpu in $CPUS; do
 		taskset -c "$cpu" fio --name="$1-$cpu" --filename="$DEV" --direct=1 \
 			--ioengine=io_uring --rw=randread --bs=4k \
 			--offset=$((cpu * 64))m --size=64m \
@@ -39,7 +43,7 @@ pinned_load() { # tag
 			--output="$T_DIR/$1-$cpu.out" &
 		pids+=($!)
 	done
-	for cpu in 0 1; do
+	for cpu in $CPUS; do
 		wait "${pids[$cpu]}" || fail "fio $1 on CPU $cpu failed"
 	done
 }
@@ -83,7 +87,7 @@ measure() { # mode
 	IPIS=$(($(stat_of ipis) - i0)) REQS=$(($(stat_of ipi_requests) - q0))
 	log "$1: local=$LOCAL remote=$REMOTE ipis=$IPIS requests_by_ipi=$REQS"
 	# Reads of neighbouring blocks in one batch may merge into one request.
-	assert_gt "$1: completions counted" "$((LOCAL + REMOTE))" $((2 * NIOS - 100))
+	assert_gt "$1: completions counted" "$((LOCAL + REMOTE))" $((NCPU * NIOS - 100))
 	((EVENTS)) || return 0
 	read -ra ev <<<"$(steer_events "$T_DIR/events-$1.txt")"
 	assert_eq "$1: ssdq_steer events = requests sent by IPI" "${ev[0]}" "$REQS"
@@ -139,15 +143,15 @@ assert_gt "mode cycles during the verify run" "$(cat "$T_DIR/switches")" 3
 
 # A vCPU goes offline and comes back under load: nothing stranded.
 echo ipi >"$MODE"
-CPU1=/sys/devices/system/cpu/cpu1/online
-[[ -w $CPU1 ]] || fail "cpu1 cannot be taken offline here"
+HOTCPU=/sys/devices/system/cpu/cpu$((NCPU - 1))/online
+[[ -w $HOTCPU ]] || fail "${HOTCPU%/online} cannot be taken offline here"
 rm -f "$T_DIR/stop"
 (
 	n=0
 	while [[ ! -e $T_DIR/stop ]]; do
-		echo 0 >"$CPU1"
+		echo 0 >"$HOTCPU"
 		nap 0.3
-		echo 1 >"$CPU1"
+		echo 1 >"$HOTCPU"
 		nap 0.3
 		n=$((n + 1))
 	done
@@ -157,8 +161,8 @@ hpid=$!
 verify_job hotplug $((24 * MiB / IO_DIV))
 touch "$T_DIR/stop"
 wait "$hpid"
-[[ $(cat "$CPU1") == 1 ]] || echo 1 >"$CPU1"
-assert_gt "cpu1 offline/online cycles during the verify run" "$(cat "$T_DIR/hotplugs")" 0
+[[ $(cat "$HOTCPU") == 1 ]] || echo 1 >"$HOTCPU"
+assert_gt "${HOTCPU%/online} offline/online cycles during the verify run" "$(cat "$T_DIR/hotplugs")" 0
 
 kmsg_mark bad
 allow_dmesg 'steering/mode takes off, ipi or blk'

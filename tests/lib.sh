@@ -157,6 +157,14 @@ queue_row() { # file qid column...
 # Commands ssdq submitted, over its I/O queues (debugfs plugging table).
 submitted() { queue_cols "$DBG/plugging" -1 submitted; }
 
+# CQEs reaped on the I/O queues: by the interrupt handler, irq_poll or
+# ->poll (debugfs irq table).
+reaped() {
+	local c p
+	read -r c p < <(queue_cols "$DBG/irq" -1 completions polled)
+	echo $((c + p))
+}
+
 # Random 4 KiB writes at QD16 over 64 MiB from OFF, in the background until
 # killed, RUNTIME passes, or their requests fail (a controller given up);
 # returns once ssdq sees them. Sets fpid.

@@ -1,0 +1,328 @@
+#!/bin/bash
+# matrix: every value of every switch against every event, pairwise
+# (tests/matrix-cases.sh makes the 51 cases; Documentation/testing.rst
+# lists them). Three module loads, one per value of the load-time switches
+# (io_queues one per CPU, 1, or uneven on 4 vCPUs; poll_queues 0 or 1),
+# then per case: the runtime switches set (irq mode, steering, batching,
+# shadow doorbells), verified I/O started (io_uring and libaio writers with
+# reads interleaved, flushes, and a --hipri job on the poll queue), one
+# event, and its outcome asserted:
+#   - a fault struck exactly as armed, and its recovery counters moved;
+#   - the controller is alive and the I/O runs on afterwards;
+#   - fio's verify found nothing, its jobs no error;
+#   - data written before a rebind or a controller given up reads back.
+# A case that loses I/O by design (a media error, a controller that will
+# not disable, an unbind) runs its own I/O, not the verified writers.
+# boot: cpu4
+# timeout: 900
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/matrix-cases.sh"
+cd /tmp
+
+[[ $DUT == ssdq ]] || skip "ssdq-only (its switches and faults); nothing to do for $DUT"
+
+read -r online </sys/devices/system/cpu/online
+NCPU=$((${online##*-} + 1))
+((NCPU >= 3)) || fail "the matrix needs 3 CPUs or more for an uneven queue map, not $NCPU (# boot: cpu4)"
+# The CPU the cpu_offline event takes down (cpu0 never goes).
+HOTCPU=/sys/devices/system/cpu/cpu$((NCPU - 1))/online
+PCIDEV=/sys/bus/pci/devices/$PCI_DUT
+# Short, for the cases that wait for a timeout; longer on the debug
+# kernel, where a request may really take seconds under load.
+IO_TIMEOUT=$((2 * ${SSDQ_TIMEOUT_SCALE:-1}))
+allow_dmesg 'resetting the controller|timed out|completed without an interrupt|not in flight, ignored|reset done|stopping the controller|Doorbell Buffer Config refused|plugging/shadow_doorbells: the controller has none'
+allow_dmesg 'I/O error|Buffer I/O error|failed: NVMe status|critical medium error|disabling the controller|does not disable|controller not disabled'
+
+paths() {
+	SYS=/sys/block/$DISK
+	DBG=/sys/kernel/debug/ssdq/$DISK
+	FAULT=$DBG/fault
+}
+rec() { kv_get "$DBG/recovery" "$1"; }
+injected() { kv_get "$FAULT/injected" "$1"; }
+# Recovery counters at the start of a case; since() is the change.
+declare -A R0
+snapshot() {
+	local k v
+	while read -r k v; do R0[$k]=$v; done <"$DBG/recovery"
+}
+since() { echo $(($(rec "$1") - R0[$1])); }
+
+load() { # io_queues poll_queues
+	local ioq=$1
+	case $1 in
+	percpu) ioq=0 ;;
+	uneven) ioq=$((NCPU - 1)) ;;
+	esac
+	dut_load io_queues="$ioq" poll_queues="$2" io_timeout=$IO_TIMEOUT admin_timeout=$IO_TIMEOUT
+	paths
+	POLL=$2
+	local want=$((${ioq/#0/$NCPU} + $2)) got shared=0 d l
+	got=$(find "$SYS/mq" -mindepth 1 -maxdepth 1 -type d | wc -l)
+	assert_eq "hardware queues with io_queues=$1 poll_queues=$2" "$got" "$want"
+	if [[ $1 == uneven ]]; then
+		# Some interrupt-driven queue serves two CPUs or more.
+		for d in "$SYS"/mq/*/; do
+			read -r l <"$d/cpu_list"
+			[[ $l == *,* || $l == *-* ]] && shared=$((shared + 1))
+		done
+		assert_gt "hardware queues shared by CPUs (uneven map)" "$shared" 0
+	fi
+}
+
+# The runtime switches of a case.
+set_switches() { # irq steering batching shadow
+	case $1 in
+	direct) echo 0 >"$SYS/irq/defer_us"; echo direct >"$SYS/irq/mode" ;;
+	irqpoll) echo 0 >"$SYS/irq/defer_us"; echo irqpoll >"$SYS/irq/mode" ;;
+	irqpoll-defer) echo 200 >"$SYS/irq/defer_us"; echo irqpoll >"$SYS/irq/mode" ;;
+	esac
+	echo "$2" >"$SYS/steering/mode"
+	echo "$3" >"$SYS/plugging/batching"
+	echo "$4" >"$SYS/plugging/shadow_doorbells"
+}
+
+# Verified writers until stop_io: io_uring QD16 and libaio QD8 (a flush
+# every 16 writes), mixed sizes, each write read back within 16 writes
+# (verify_backlog); a --hipri job when there is a poll queue.
+A=$((32 * MiB))
+start_io() { # tag
+	local -a hipri=()
+	((POLL)) && hipri=(--name=hipri --ioengine=io_uring --hipri=1 --iodepth=4 --bs=4k
+		--offset=$((REG_INTEGRITY_OFF + 2 * A)))
+	IO_TAG=$1
+	fio --output-format=json --output="$T_DIR/fio-$1.json" --verify_state_save=0 \
+		--filename="$DEV" --direct=1 --rw=randwrite --verify=crc32c --verify_fatal=1 \
+		--verify_backlog=16 --size="$A" --time_based --runtime=600 --randseed="$RANDOM" \
+		--name=uring --ioengine=io_uring --iodepth=16 --offset="$REG_INTEGRITY_OFF" \
+		--bssplit=4k/50:16k/25:128k/25 \
+		--name=aio-flush --ioengine=libaio --iodepth=8 --offset=$((REG_INTEGRITY_OFF + A)) \
+		--bssplit=512/20:4k/60:64k/20 --fsync=16 \
+		"${hipri[@]}" 2>"$T_DIR/fio-$1.err" &
+	fpid=$!
+	io_flows
+}
+# The I/O runs: 64 more CQEs reaped (fails the case if it stalls).
+io_flows() {
+	local r0
+	r0=$(reaped)
+	flowing() { (($(reaped) >= r0 + 64)); }
+	wait_for 60 "I/O to flow ($IO_TAG)" flowing
+}
+# Stop the writers (SIGINT: fio exits 128) and check what they did.
+stop_io() {
+	local rc=0 errs w r
+	kill -INT "$fpid" 2>/dev/null || true
+	wait "$fpid" || rc=$?
+	((rc == 0 || rc == 128)) || fail "fio $IO_TAG exited $rc: $(grep -v '^$' "$T_DIR/fio-$IO_TAG.err" | head -n3 | tr '\n' ' ')"
+	if grep -Eiq 'verify|bad magic|crc|mismatch' "$T_DIR/fio-$IO_TAG.err"; then
+		fail "fio $IO_TAG: $(grep -Ei 'verify|bad magic|crc|mismatch' "$T_DIR/fio-$IO_TAG.err" | head -n2 | tr '\n' ' ')"
+	fi
+	read -r errs w r < <(sed -n '/^{/,$p' "$T_DIR/fio-$IO_TAG.json" |
+		jq -r '[([.jobs[].error] | add), ([.jobs[].write.io_bytes] | add),
+			([.jobs[].read.io_bytes] | add)] | map(tostring) | join(" ")') ||
+		fail "fio $IO_TAG: unreadable JSON output"
+	assert_eq "fio $IO_TAG job errors" "$errs" 0
+	((w > 0 && r > 0)) || fail "fio $IO_TAG wrote $w and verified $r bytes"
+	ok "fio $IO_TAG wrote $w bytes, verified $r"
+}
+
+alive() { assert_eq "controller alive" "$(rec dead)" 0; }
+
+# Data that must survive a rebind and a controller given up.
+KEEP=$(pattern_file keep.bin "$REG_KEEP_LEN")
+keep_write() { dev_write "$KEEP" "$DEV" "$REG_KEEP_OFF"; }
+keep_check() { dev_cmp "$DEV" "$REG_KEEP_OFF" "$REG_KEEP_LEN" "$KEEP" "$1"; }
+unbind() { echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind; }
+rebind() {
+	echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/bind
+	dut_wait_disk
+	paths
+}
+
+# A fault armed under the verified writers; waits until it struck.
+arm() { # knob count
+	echo "$2" >"$FAULT/$1"
+	spent() { local n; read -r n <"$FAULT/$1" && ((n == 0)); }
+	wait_for 60 "fault $1 to strike" spent "$1"
+}
+wait_count() { # counter min what
+	local c=$1 min=$2
+	reached() { (($(since "$c") >= min)); }
+	wait_for 60 "$3" reached
+}
+
+# A switch flipped to each other value mid-I/O, then back.
+flip_switches() { # irq steering batching shadow
+	local m
+	for m in direct irqpoll irqpoll-defer "$1"; do
+		set_switches "$m" "$2" "$3" "$4"
+		io_flows
+	done
+	for m in off ipi blk "$2"; do
+		echo "$m" >"$SYS/steering/mode"
+		io_flows
+	done
+	echo $((1 - $3)) >"$SYS/plugging/batching"
+	io_flows
+	echo $((1 - $4)) >"$SYS/plugging/shadow_doorbells"
+	io_flows
+	set_switches "$@"
+	ok "every runtime switch flipped and back under I/O"
+}
+
+# What fault/injected calls each knob's work.
+declare -A DONE=([drop_completions]=dropped_completions [drop_irqs]=dropped_irqs
+	[delay_completions]=delayed_completions [bad_cids]=bad_cids
+	[abort_completions]=aborted_completions [retry_completions]=retry_completions
+	[drop_admin_completions]=dropped_admin_completions [fatal_status]=fatal_status
+	[refuse_dbbuf]=refused_dbbufs [media_errors]=media_errors [fail_disable]=failed_disables)
+declare -A I0
+injected_since() { # knob
+	local k=${DONE[$1]}
+	echo $(($(kv_get "$FAULT/injected" "$k") - I0[$k]))
+}
+assert_struck() { # knob times
+	assert_eq "fault $1 struck" "$(injected_since "$1")" "$2"
+}
+
+# The events. Each asserts what it injected and its recovery.
+event() { # name irq steering batching shadow
+	local e=$1
+	shift
+	case $e in
+	switch_flip) flip_switches "$@" ;;
+	reset)
+		echo 1 >"$SYS/recovery/reset"
+		assert_eq "resets" "$(since resets)" 1
+		;;
+	flr)
+		echo 1 >"$PCIDEV/reset"
+		assert_eq "PCI resets seen" "$(since pci_resets)" 1
+		;;
+	cpu_offline)
+		echo 0 >"$HOTCPU"
+		io_flows
+		echo 1 >"$HOTCPU"
+		assert_eq "${HOTCPU%/online} back online" "$(cat "$HOTCPU")" 1
+		;;
+	drop_completions | bad_cids)
+		# The request's completion is lost (or names no request in
+		# flight): its timeout resets the controller, it runs again.
+		arm "$e" 1
+		wait_count resets 1 "the reset after the lost completion"
+		assert_gt "timeouts" "$(since timeouts)" 0
+		;;
+	drop_irqs | delay_completions)
+		[[ $e == delay_completions ]] && echo 50 >"$FAULT/delay_ms"
+		arm "$e" 1
+		;;
+	abort_completions | retry_completions)
+		arm "$e" 1
+		wait_count retried 1 "the request to run again"
+		;;
+	drop_admin_completions)
+		# The Abort for a lost completion is lost too: the admin
+		# timeout stops the controller, the reset brings it back.
+		echo 1 >"$FAULT/$e"
+		arm drop_completions 1
+		wait_count admin_timeouts 1 "the admin timeout"
+		wait_count resets 1 "the reset after the admin timeout"
+		;;
+	fatal_status)
+		echo 1 >"$FAULT/$e"
+		arm drop_completions 1
+		wait_count fatal_status 1 "the timeout to see CSTS.CFS"
+		wait_count resets 1 "the reset for fatal status"
+		assert_eq "aborts sent to a controller in fatal status" "$(since aborts)" 0
+		;;
+	slow_enable_ms)
+		echo 500 >"$FAULT/$e"
+		echo 1 >"$SYS/recovery/reset"
+		echo 0 >"$FAULT/$e"
+		assert_gt "last recovery (ms) with a 500 ms enable" "$(rec last_recovery_ms)" 499
+		;;
+	refuse_dbbuf)
+		echo 1 >"$FAULT/$e"
+		echo 1 >"$SYS/recovery/reset"
+		assert_eq "plugging/shadow_doorbells after the refusal" "$(cat "$SYS/plugging/shadow_doorbells")" 0
+		;;
+	esac
+	if [[ -n ${DONE[$e]:-} ]]; then
+		assert_struck "$e" 1
+		[[ $e == drop_admin_completions || $e == fatal_status ]] && assert_struck drop_completions 1
+	fi
+	return 0
+}
+
+# The events that lose I/O by design, each with its own I/O.
+media_errors() {
+	local out lba=$(((REG_INTEGRITY_OFF + 20 * KiB) / 512))
+	echo 1 >"$FAULT/media_errors"
+	if out=$(dd if="$DEV" of=/dev/null bs=4k count=1 skip=$((lba / 8)) iflag=direct 2>&1); then
+		fail "a read with a media error succeeded"
+	fi
+	grep -q 'No data available' <<<"$out" || fail "a read with a media error: $out (want ENODATA)"
+	assert_struck media_errors 1
+	assert_eq "media errors run again" "$(since retried)" 0
+}
+given_up() { # event
+	busy_writer "$1" "$REG_UNBIND_OFF"
+	if [[ $1 == rebind ]]; then
+		unbind
+		wait_for 30 "fio to exit after the unbind" fio_gone
+		wait "$fpid" || true
+	else
+		echo 1 >"$FAULT/fail_disable"
+		if echo 1 >"$SYS/recovery/reset" 2>/dev/null; then
+			fail "a reset of a controller that does not disable succeeded"
+		fi
+		assert_struck fail_disable 1
+		assert_eq "controller dead" "$(rec dead)" 1
+		assert_given_up
+		unbind
+	fi
+	rebind
+	keep_check "data after $1"
+}
+
+run_case() { # n io_queues poll_queues irq steering batching shadow event
+	local n=$1 ev=$8 k v t0=$SECONDS
+	shift
+	if [[ $1/$2 != "${LOADED:-}" ]]; then
+		load "$1" "$2"
+		LOADED=$1/$2
+		keep_write
+	fi
+	shift 2
+	local sw=("${@:1:4}")
+	set_switches "${sw[@]}"
+	while read -r k v; do I0[$k]=$v; done <"$FAULT/injected"
+	snapshot
+	log "case $n: $LOADED ${sw[*]} $ev"
+	case $ev in
+	media_errors)
+		media_errors
+		start_io "case$n"
+		stop_io
+		;;
+	rebind | fail_disable) given_up "$ev" ;;
+	*)
+		start_io "case$n"
+		event "$ev" "${sw[@]}"
+		io_flows
+		stop_io
+		;;
+	esac
+	alive
+	echo "$n $LOADED ${sw[*]} $ev $((SECONDS - t0))s" >>"$T_DIR/cases"
+}
+
+: >"$T_DIR/cases"
+while read -r -a c; do
+	run_case "${c[@]}"
+done < <(matrix_cases)
+keep_check "data at the end"
+assert_eq "cases run" "$(wc -l <"$T_DIR/cases")" "$(matrix_cases | wc -l)"
+dut_unload

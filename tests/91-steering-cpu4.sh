@@ -1,0 +1,7 @@
+#!/bin/bash
+# steering-cpu4: 90-steering on the machine of four vCPUs: one I/O queue
+# for four CPUs, a pinned reader on each, the last vCPU offline and back
+# under load.
+# boot: cpu4
+# timeout: 600
+exec bash "$(dirname "$0")/90-steering.sh"
