@@ -211,7 +211,7 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 }
 
 prod_lane() {
-	local tests every built=1 err kdir b n
+	local tests every built=1 err kdir b
 	mapfile -t tests < <(all_tests prod)
 	mapfile -t every < <(all_tests prod '*')
 	if [[ $DUT == ssdq ]]; then
@@ -263,19 +263,25 @@ prod_lane() {
 	done
 	# Second controller config: 4096-byte LBAs, for the tests whose I/O
 	# sizes follow the block size (LBS4K_TESTS), named <test>-4k.
-	local -a lbs4k=()
-	for n in $LBS4K_TESTS; do
-		[[ " ${every[*]} " == *" $n "* ]] && lbs4k+=("$n")
-	done
-	if ((${#lbs4k[@]})); then
+	mapfile -t tests < <(lbs4k_tests "${every[@]}")
+	if ((${#tests[@]})); then
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 900 --img-mb "$img_mb" \
-			--trace "$trace_events" -- "${lbs4k[@]}"
+			--trace "$trace_events" -- "${tests[@]}"
 	fi
 	# Every DMA mapping bounced through swiotlb: the queue's largest request
 	# must still map (dma-limits only, one cheap boot).
 	if [[ " ${every[*]} " == *" dma-limits "* ]]; then
 		SSDQ_APPEND=swiotlb=force boot_suite "$out/swiotlb" -swiotlb -t 600 -- dma-limits
 	fi
+}
+
+# Of the selected tests (arguments), those of LBS4K_TESTS, in its order.
+lbs4k_tests() { # name...
+	local n
+	for n in $LBS4K_TESTS; do
+		[[ " $* " == *" $n "* ]] && echo "$n"
+	done
+	return 0
 }
 
 # ssdq.ko for another kernel: common.sh's ssdq_ko_copy, into $out.
@@ -370,22 +376,27 @@ debug_lane() {
 	# timeouts scale; the tests themselves wait on conditions.
 	# Amounts of I/O that only add confidence shrink (IO_DIV in lib.sh).
 	if ((${#tests[@]})); then
-		debug_boot "$dir" "$out/debug" "$tmo" --trace "$trace_events" -- "${tests[@]}"
+		debug_boot "$dir" "$out/debug" "$tmo" -debug --trace "$trace_events" -- "${tests[@]}"
 	fi
 	for b in $(extra_boots); do
 		mapfile -t tests < <(debug_tests "$b")
 		((${#tests[@]})) || continue
 		# shellcheck disable=SC2046 # boot_args: options without spaces
-		debug_boot "$dir" "$out/debug-$b" "$tmo" $(boot_args "$b") -- "${tests[@]}"
+		debug_boot "$dir" "$out/debug-$b" "$tmo" -debug $(boot_args "$b") -- "${tests[@]}"
 	done
+	mapfile -t tests < <(lbs4k_tests "${every[@]}")
+	if ((${#tests[@]})); then
+		debug_boot "$dir" "$out/debug-lbs4k" "$tmo" -4k-debug --lbs 4096 \
+			--trace "$trace_events" -- "${tests[@]}"
+	fi
 }
 
-debug_boot() { # kernel-dir bootdir timeout vm-args... -- names...
-	local dir=$1 boot=$2 tmo=$3
-	shift 3
+debug_boot() { # kernel-dir bootdir timeout suffix vm-args... -- names...
+	local dir=$1 boot=$2 tmo=$3 suffix=$4
+	shift 4
 	SSDQ_KO=$out/debug-ko/ssdq.ko SSDQ_TIMEOUT_SCALE=${SSDQ_TIMEOUT_SCALE:-4} \
 		SSDQ_IO_DIV=${SSDQ_IO_DIV:-4} \
-		boot_suite "$boot" -debug -t "$tmo" --img-mb "$img_mb" \
+		boot_suite "$boot" "$suffix" -t "$tmo" --img-mb "$img_mb" \
 		--debug-kernel "$dir" "$@"
 }
 

@@ -30,7 +30,7 @@ fi
 echo 1024 >"/sys/block/$DISK/queue/max_sectors_kb"
 log "max_segments $(sysq max_segments), dma_alignment $(sysq dma_alignment)"
 
-stat_w() { awk '{ print $5, $7 }' "/sys/block/$DISK/stat"; } # writes, sectors
+stat_w() { disk_stat "$DISK" write_ios write_sectors; }
 N=$((32 / IO_DIV))
 read -r w0 s0 < <(stat_w)
 run_fio whole-1m $((N * MiB)) $((N * MiB)) --filename="$DEV" --direct=1 \

@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-discards() { awk '{ print $12 }' "/sys/block/$DISK/stat"; }
+discards() { disk_stat "$DISK" discard_ios; }
 
 mnt=$(mktemp -d /tmp/ssdq-fs.XXXXXX)
 cleanup() { mountpoint -q "$mnt" && umount "$mnt"; rmdir "$mnt"; }

@@ -29,7 +29,7 @@ zpat=$(pattern_file mixed-zeroes.bin "$AREA")
 dev_write "$tpat" "$DEV" "$T"
 dev_write "$zpat" "$DEV" "$Z"
 
-discards() { awk '{ print $12 }' "/sys/block/$DISK/stat"; }
+discards() { disk_stat "$DISK" discard_ios; }
 d0=$(discards)
 
 # ioctl(BLKDISCARD) and ioctl(BLKZEROOUT) from one process (a blkdiscard

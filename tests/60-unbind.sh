@@ -19,7 +19,7 @@ allow_dmesg "I/O error, dev $disk"
 allow_dmesg "Buffer I/O error on dev $disk"
 allow_dmesg "$disk: detected capacity change"
 
-reads() { awk '{ print $1 + $5 }' "/sys/block/$disk/stat"; }
+reads() { local r w; read -r r w < <(disk_stat "$disk" read_ios write_ios); echo $((r + w)); }
 r0=$(reads)
 fio --output-format=json --output="$T_DIR/fio-unbind.json" --name=unbind \
 	--filename="$DEV" --direct=1 --ioengine=io_uring --iodepth=16 --numjobs=2 \

@@ -40,7 +40,6 @@ paths() {
 	FAULT=$DBG/fault
 }
 rec() { kv_get "$DBG/recovery" "$1"; }
-injected() { kv_get "$FAULT/injected" "$1"; }
 # Recovery counters at the start of a case; since() is the change.
 declare -A R0
 snapshot() {

@@ -351,6 +351,26 @@ device_mdts() { device_id mdts id-ctrl; }
 
 sysq() { local v; read -r v <"/sys/block/$DISK/queue/$1" && echo "$v"; }
 
+# Fields of a disk's I/O statistics (/sys/block/DISK/stat) by their names
+# in the kernel's Documentation/block/stat.rst, in the order asked.
+DISK_STAT_FIELDS=(read_ios read_merges read_sectors read_ticks write_ios write_merges
+	write_sectors write_ticks in_flight io_ticks time_in_queue discard_ios
+	discard_merges discard_sectors discard_ticks flush_ios flush_ticks)
+disk_stat() { # disk field...
+	local -a stat got=()
+	local f i
+	read -r -a stat <"/sys/block/$1/stat"
+	shift
+	for f; do
+		for i in "${!DISK_STAT_FIELDS[@]}"; do
+			[[ ${DISK_STAT_FIELDS[i]} == "$f" ]] && break
+		done
+		[[ ${DISK_STAT_FIELDS[i]} == "$f" ]] || fail "no disk stat field $f"
+		got+=("${stat[i]}")
+	done
+	echo "${got[*]}"
+}
+
 # ----------------------------------------------------------------- data
 
 # Pseudo-random data of LEN bytes named NAME: the AES-128-CTR keystream
