@@ -119,6 +119,31 @@ def div(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
 
+# Student's t, 97.5th percentile, by degrees of freedom (a two-sided 95%
+# interval); beyond the table the normal's 1.96 is near enough.
+T975 = [None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def ratio_interval(ratios):
+    """The pair ratios' geometric mean and its 95% confidence interval:
+    Student's t on their logarithms. A round runs both sides (order flipped
+    every round), so rounds are the independent samples; logs make 2x and
+    0.5x equally far from 1, and the product of two slot/noise factors a
+    sum. Returns (mean, low, high); low and high are None under 2 pairs."""
+    xs = [math.log(r) for r in ratios if r is not None and r > 0]
+    n = len(xs)
+    if not n:
+        return None, None, None
+    m = sum(xs) / n
+    if n < 2:
+        return math.exp(m), None, None
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    h = (T975[n - 1] if n - 1 < len(T975) else 1.96) * sd / math.sqrt(n)
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
 METRICS = ["iops", "mibs", "p50_us", "p99_us", "p999_us", "mean_us", "cpu_us_per_io",
            "kcpu_us_per_io", "irq_per_io", "msix_per_io", "sqdb_per_io", "cqdb_per_io",
            "ipi_per_io"]
@@ -187,8 +212,9 @@ def compare(runs, a, b):
             return next((r["m"][k] for r in runs
                          if r["side"] == side and r["round"] == rnd and r["ok"]), None)
         ratios = [x for x in (div(first(a, rnd), first(b, rnd)) for rnd in rounds) if x is not None]
+        gm, lo, hi = ratio_interval(ratios)
         out[k] = {"a": median(va), "b": median(vb), "a_values": va, "b_values": vb,
-                  "ratios": ratios, "ratio": median(ratios),
+                  "ratios": ratios, "ratio": median(ratios), "gmean": gm, "lo": lo, "hi": hi,
                   "ratio_min": min(ratios) if ratios else None,
                   "ratio_max": max(ratios) if ratios else None}
     return out
@@ -199,7 +225,7 @@ def comparisons(runs, sections, a, b, meta):
     groups = {}
     for r in runs:
         if r.get("section") in sections:
-            groups.setdefault(r["section"] + "/" + r["job"], []).append(r)
+            groups.setdefault((r["section"], r["job"], r.get("variant")), []).append(r)
     out = []
     for key in sorted(groups):
         g = groups[key]
@@ -209,28 +235,58 @@ def comparisons(runs, sections, a, b, meta):
                     "runs_failed": sum(not r["ok"] for r in g),
                     "sides": sorted({r["side"] for r in g if r["ok"]}),
                     "metrics": compare(g, a, b)})
-    return sorted(out, key=lambda c: order.get(c["job"], 99))
+    return sorted(out, key=lambda c: (order.get(c["job"], 99), c["variant"] or ""))
 
 
-def verdicts(cmp):
-    """Targets: IOPS/bandwidth >= nvme on every job, QD1 latency <= nvme,
-    CPU per I/O <= nvme."""
+# Issue 17's targets, ssdq/nvme: (metric, better, target) per job. A target
+# is met when the whole 95% interval is on its side: the low end for
+# "higher", the high end for "lower".
+TARGETS = {
+    "rr4k-qd1": [("iops", "higher", 1.00), ("p50_us", "lower", 1.00),
+                 ("p99_us", "lower", 1.00), ("cpu_us_per_io", "lower", 1.00)],
+    "rr4k-qd32x2": [("iops", "higher", 1.05), ("cpu_us_per_io", "lower", 1.00)],
+    "rw4k-qd32x2": [("iops", "higher", 1.05), ("cpu_us_per_io", "lower", 1.00)],
+    "seq128k-qd8": [("mibs", "higher", 1.00)],
+    "rr4k-qd1-hipri": [("iops", "higher", 1.00), ("p50_us", "lower", 1.00)],
+}
+
+
+def standing(better, lo, hi):
+    """ssdq against nvme by the interval: ahead, behind, or not
+    distinguishable (the interval holds 1.00)."""
+    if lo is None or hi is None:
+        return None
+    if lo > 1:
+        return "ahead" if better == "higher" else "behind"
+    if hi < 1:
+        return "behind" if better == "higher" else "ahead"
+    return "not distinguishable"
+
+
+def control(calib, job, driver, metric):
+    """The A/A control's (geometric mean, low, high) for a job and metric."""
+    c = next((c for c in calib if c["job"] == job and c["variant"] == driver), None)
+    if c is None:
+        return None
+    m = c["metrics"][metric]
+    return {"gmean": m["gmean"], "lo": m["lo"], "hi": m["hi"], "ratios": m["ratios"]}
+
+
+def verdicts(cmp, calib):
     out = []
     for c in cmp:
-        targets = [("mibs" if c["job"].startswith("seq") else "iops", "higher")]
-        if c["qd"] == 1:
-            targets += [("p50_us", "lower"), ("p99_us", "lower")]
-        targets.append(("cpu_us_per_io", "lower"))
-        for metric, better in targets:
+        for metric, better, target in TARGETS.get(c["job"], []):
             m = c["metrics"][metric]
-            ratio = m["ratio"]
+            lo, hi = m["lo"], m["hi"]
+            met = None
+            if lo is not None:
+                met = lo >= target if better == "higher" else hi <= target
             out.append({"job": c["job"], "section": c["section"], "metric": metric,
-                        "better": better, "nvme": m["b"], "ssdq": m["a"], "ratio": ratio,
-                        "ratios": m["ratios"],
-                        "pass": None if ratio is None else
-                        (ratio >= 1 if better == "higher" else ratio <= 1),
-                        "within_noise": m["ratio_min"] is not None and m["ratio_min"] < 1
-                        and m["ratio_max"] > 1})
+                        "better": better, "target": target, "nvme": m["b"], "ssdq": m["a"],
+                        "ratio": m["gmean"], "lo": lo, "hi": hi, "ratios": m["ratios"],
+                        "standing": standing(better, lo, hi), "pass": met,
+                        "control_nvme": control(calib, c["job"], "nvme", metric),
+                        "control_ssdq": control(calib, c["job"], "ssdq", metric)})
     return out
 
 # ---------------------------------------------------------------- memory
@@ -311,9 +367,11 @@ def memory_verdict(mm):
         return mod + mm["controller"][d]["mem_taken_kb"]["median"]
     ratio = div(total("ssdq"), total("nvme"))
     return [{"job": "memory (module + one controller)", "section": "mem",
-             "metric": "mem_taken_kb", "better": "lower", "nvme": total("nvme"),
-             "ssdq": total("ssdq"), "ratio": ratio, "ratios": [],
-             "pass": None if ratio is None else ratio <= 1, "within_noise": False}]
+             "metric": "mem_taken_kb", "better": "lower", "target": 1.00,
+             "nvme": total("nvme"), "ssdq": total("ssdq"), "ratio": ratio, "lo": None,
+             "hi": None, "ratios": [], "standing": None,
+             "pass": None if ratio is None else ratio <= 1,
+             "control_nvme": None, "control_ssdq": None}]
 
 
 def ablations(runs):
@@ -333,6 +391,28 @@ def ablations(runs):
     return out
 
 
+def profiles(d):
+    """perf report's flat profiles (profile/<job>-<side>.txt): per job, per
+    side, each symbol's share of all cpu-clock samples, in percent."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(d, "profile", "*.txt"))):
+        job, _, side = os.path.basename(path)[:-4].rpartition("-")
+        syms = {}
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                # "  12.34%  [k] symbol" (k: kernel, .: user)
+                if len(w) >= 3 and w[0].endswith("%") and w[1].startswith("["):
+                    try:
+                        pct = float(w[0][:-1])
+                    except ValueError:
+                        continue
+                    name = f"{' '.join(w[2:])} {w[1]}"
+                    syms[name] = syms.get(name, 0) + pct
+        out.setdefault(job, {})[side] = syms
+    return out
+
+
 def results(d):
     runs = read_jsonl(d, "runs")
     meta = read_json(d, "meta")
@@ -342,11 +422,13 @@ def results(d):
     fs = fio_summaries(d)
     rr = [derive(r, tc, fs) for r in runs]
     cmp = comparisons(rr, ["main", "polled"], "ssdq", "nvme", meta)
+    calib = comparisons(rr, ["calib"], "slot04", "slot05", meta)
     mm = memory(read_jsonl(d, "mem"))
     return {"host": read_json(d, "host"), "guest": meta, "notes": read_jsonl(d, "notes"),
-            "comparisons": cmp, "verdicts": verdicts(cmp) + memory_verdict(mm),
-            "calibration": comparisons(rr, ["calib"], "slot04", "slot05", meta),
+            "comparisons": cmp, "verdicts": verdicts(cmp, calib) + memory_verdict(mm),
+            "calibration": calib,
             "memory": mm, "memory_slab": read_jsonl(d, "mem-slab"),
+            "profiles": profiles(d),
             "memory_samples": read_jsonl(d, "mem"), "ablations": ablations(rr),
             "failed_runs": [{k: r.get(k) for k in ("tag", "rc", "section", "job", "side",
                                                    "variant", "qd", "round")}
@@ -529,11 +611,21 @@ def mlabel(k):
     return MLABEL.get(k, k)
 
 
+def interval(lo, hi):
+    return "n/a" if lo is None or hi is None else f"{r2(lo)}-{r2(hi)}"
+
+
+def ctl(c):
+    """An A/A control's mean and interval, for the targets table."""
+    if c is None or c["gmean"] is None:
+        return "not run"
+    return f"{r2(c['gmean'])} ({interval(c['lo'], c['hi'])})"
+
+
 def verdict(v):
-    noise = " (pairs straddle 1.00)" if v["within_noise"] else ""
     if v["pass"] is None:
-        return "n/a"
-    return ("meets" if v["pass"] else "**falls short**") + noise
+        return "n/a (under 2 pairs)" if v["ratio"] is not None else "n/a"
+    return "met" if v["pass"] else "**not met**"
 
 
 def memrow(name, s, n):
@@ -547,28 +639,42 @@ def row(*cells):
     return text[:-4] + "| |" if cells[-1] == "" else text
 
 
+def halfwidth(v):
+    """Half the interval's width, as a fraction of its mean (the +-x% of
+    the bench's goal)."""
+    if v["lo"] is None or v["hi"] is None or not v["ratio"]:
+        return None
+    return (v["hi"] - v["lo"]) / 2 / v["ratio"]
+
+
 def section_targets(res):
+    g = res["guest"]
     out = ["## Targets", "",
-           "ssdq should reach >= 1.00x nvme IOPS/bandwidth on every job, <= 1.00x its QD1 latency, and <= 1.00x its CPU per I/O and memory. The verdict uses the median of the pair (round-by-round) ratios; the ratio of the two medians can differ from it when rounds swing. \"pairs straddle 1.00\" means some rounds went one way and some the other: the difference is inside the noise.",
+           f"ssdq/nvme per job: the geometric mean of the pair (round-by-round) ratios over {q(g.get('rounds'))} rounds and its 95% confidence interval (Student's t on the log ratios; rounds are the independent samples). **ahead / behind** means the whole interval is on one side of 1.00, otherwise **not distinguishable**. A target is met when the interval's low end (high end for latency, CPU and memory) is on the target's side. The A/A columns are the controls of the same job in the same boot, nvme against nvme and ssdq against ssdq on the two slots: how far from 1.00 the slots and the noise alone move a ratio.",
            "",
-           "| job | metric | nvme (median) | ssdq (median) | ssdq/nvme (median of pair ratios) | pair ratios | ratio of medians | target | result |",
-           "|---|---|---:|---:|---:|---|---:|---|---|"]
+           "| job | metric | nvme | ssdq | ssdq/nvme | 95% interval | standing | A/A nvme | A/A ssdq | target | result |",
+           "|---|---|---:|---:|---:|---|---|---|---|---|---|"]
     for v in res["verdicts"]:
-        rom = r2(v["ssdq"] / v["nvme"]) if v["ssdq"] is not None and v["nvme"] else "n/a"
+        op = ">=" if v["better"] == "higher" else "<="
         out.append(row(v["job"], mlabel(v["metric"]), fmt(v["nvme"]), fmt(v["ssdq"]),
-                       f"**{r2(v['ratio'])}**", ratios(v["ratios"]), rom,
-                       ">= 1.00" if v["better"] == "higher" else "<= 1.00", verdict(v)))
+                       f"**{r2(v['ratio'])}**", interval(v["lo"], v["hi"]),
+                       v["standing"] or "n/a", ctl(v["control_nvme"]), ctl(v["control_ssdq"]),
+                       f"{op} {r2(v['target'])}", verdict(v)))
     out.append("")
     short = [v for v in res["verdicts"] if v["pass"] is False]
-    if not short:
-        out.append("**ssdq meets every target measured here.**")
-    else:
-        judged = sum(v["pass"] is not None for v in res["verdicts"])
-        out.append(f"**ssdq falls short on {len(short)} of {judged} targets:** "
-                   + "; ".join(f"{v['job']} {mlabel(v['metric'])} (x{r2(v['ratio'])})" for v in short) + ".")
+    judged = sum(v["pass"] is not None for v in res["verdicts"])
+    if judged and not short:
+        out.append("**ssdq meets every target judged here.**")
+    elif short:
+        out.append(f"**{len(short)} of {judged} targets not met:** "
+                   + "; ".join(f"{v['job']} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
+                               for v in short) + ".")
     na = [v for v in res["verdicts"] if v["pass"] is None]
     if na:
-        out.append("Not measured: " + "; ".join(f"{v['job']} {mlabel(v['metric'])}" for v in na) + ".")
+        out.append("Not judged: " + "; ".join(f"{v['job']} {mlabel(v['metric'])}" for v in na) + ".")
+    qd32 = next((v for v in res["verdicts"] if v["job"] == "rr4k-qd32x2" and v["metric"] == "iops"), None)
+    if qd32 is not None and halfwidth(qd32) is not None:
+        out.append(f"The QD32 read interval is +-{halfwidth(qd32) * 100:.1f}% of its mean over {len(qd32['ratios'])} pairs (goal: +-5%).")
     return out
 
 
@@ -651,18 +757,45 @@ def section_memory(res):
 
 
 def section_calibration(res):
-    out = ["## A/A check: nvme on both controllers", ""]
+    out = ["## A/A controls: one driver on both controllers", ""]
     if not res["calibration"]:
         return out + ["Not run (quick variant, or calib not in the sections)."]
-    out += ["Both controllers driven by the kernel's nvme, same job, same alternation. Any ratio away from 1.00 here is the two slots (and the noise), not a driver: read the ssdq/nvme ratios above against it.",
+    out += ["Both controllers driven by the same driver (nvme, then ssdq), every main job, the same alternation. Any ratio away from 1.00 here is the two slots and the noise, not a driver: read the ssdq/nvme ratios above against it.",
             "",
-            "| job | metric | 00:04.0 (ssdq's slot) | 00:05.0 (nvme's slot) | ratio | pair ratios |",
-            "|---|---|---:|---:|---:|---|"]
+            "| driver | job | metric | 00:04.0 | 00:05.0 | ratio (geo. mean) | 95% interval | pair ratios |",
+            "|---|---|---|---:|---:|---:|---|---|"]
     for c in res["calibration"]:
-        for k in ("iops", "p50_us", "p99_us", "cpu_us_per_io"):
+        for k in ("iops", "mibs", "p50_us", "p99_us", "cpu_us_per_io"):
             m = c["metrics"][k]
-            out.append(row(c["job"], mlabel(k), fmt(m["a"]), fmt(m["b"]), r2(m["ratio"]),
-                           ratios(m["ratios"])))
+            out.append(row(c["variant"] or "?", c["job"], mlabel(k), fmt(m["a"]), fmt(m["b"]),
+                           r2(m["gmean"]), interval(m["lo"], m["hi"]), ratios(m["ratios"])))
+    return out
+
+
+def section_profiles(res):
+    out = ["## Where the CPU goes (perf profiles)", ""]
+    P = res.get("profiles") or {}
+    if not P:
+        return out + ["Not run (quick variant, profile not in the sections, or no perf)."]
+    out += ["`perf record -e cpu-clock -a -g` in the guest while the job runs (TCG has no PMU; cpu-clock samples every vCPU, idle included), flat profile by symbol. Shares are percent of all samples. First the symbols where the two drivers differ most, then each side's top symbols. Raw: profile/<job>-<driver>.txt.", ""]
+    for job in sorted(P):
+        a, b = P[job].get("ssdq", {}), P[job].get("nvme", {})
+        out += [f"### {job}", "",
+                "| symbol | ssdq % | nvme % | ssdq - nvme |", "|---|---:|---:|---:|"]
+        diff = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0) - b.get(k, 0)))
+        for k in diff[:12]:
+            out.append(row(k, f"{a.get(k, 0):.2f}", f"{b.get(k, 0):.2f}",
+                           f"{a.get(k, 0) - b.get(k, 0):+.2f}"))
+        out += ["", "| rank | ssdq's top symbols | % | nvme's top symbols | % |",
+                "|---:|---|---:|---|---:|"]
+        ta = sorted(a.items(), key=lambda x: -x[1])[:10]
+        tb = sorted(b.items(), key=lambda x: -x[1])[:10]
+        for i in range(max(len(ta), len(tb))):
+            ca = ta[i] if i < len(ta) else ("", None)
+            cb = tb[i] if i < len(tb) else ("", None)
+            out.append(row(str(i + 1), ca[0], "" if ca[1] is None else f"{ca[1]:.2f}",
+                           cb[0], "" if cb[1] is None else f"{cb[1]:.2f}"))
+        out.append("")
     return out
 
 
@@ -735,7 +868,7 @@ def report(res, have):
     h, g = res["host"], res["guest"]
     un = [n for n in res["notes"] if n.get("kind") == "unavailable"]
     out = ["# ssdq vs nvme: side-by-side benchmark", "",
-           "> **Read ratios, not absolute numbers.** This runs on QEMU TCG (software CPU emulation): absolute IOPS and latencies swing by tens of percent between boots and even between rounds of one boot, and say nothing about real hardware. Only the side-by-side ratios mean anything: both drivers ran in the same boot, on identical QEMU NVMe controllers, with the same fio options, alternately. Ratio = ssdq / nvme, computed round by round (pairs) and summarised by the median.",
+           "> **Read ratios, not absolute numbers.** This runs on QEMU TCG (software CPU emulation): absolute IOPS and latencies swing by tens of percent between boots and even between rounds of one boot, and say nothing about real hardware. Only the side-by-side ratios mean anything: both drivers ran in the same boot, on identical QEMU NVMe controllers, with the same fio options, alternately. Ratio = ssdq / nvme, computed round by round (pairs); the targets table gives their geometric mean and 95% interval, the throughput tables their median.",
            "",
            f"- started {q(h.get('started'))}, {'**quick** variant' if g.get('quick') else 'full run'}, status: guest {q(g.get('status'))}, VM {q(h.get('vm_status'))}",
            f"- repo {q(h.get('git'))}, ssdq.ko sha256 {q(h.get('ssdq_ko_sha256'))} (params: {', '.join(g.get('ssdq_params') or [])})",
@@ -747,6 +880,7 @@ def report(res, have):
     out += section_throughput(res, have) + [""]
     out += section_memory(res) + [""]
     out += section_calibration(res) + [""]
+    out += section_profiles(res) + [""]
     out += section_ablations(res, have) + [""]
     out += ["## Not available in this ssdq build", ""]
     out += [f"- {n['what']}: {n['why']}" for n in un] if un else \
@@ -755,7 +889,7 @@ def report(res, have):
     out += [f"- {r['tag']}: status {jstr(r['rc'])} (fio/{r['tag']}.err)" for r in res["failed_runs"]] \
         if res["failed_runs"] else ["None."]
     out += ["", "## Method, in short", "",
-            f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0, the kernel's nvme drives 00:05.0; both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds with the pair order flipped each round; the table values are medians and the ratio is the median of the per-round ratios. The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
+            f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0, the kernel's nvme drives 00:05.0; both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds with the pair order flipped each round; the table values are medians; the targets use the geometric mean of the per-round ratios with a 95% interval, beside the A/A controls (each driver on both controllers). The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
     return "\n".join(out) + "\n"
 
 

@@ -16,6 +16,7 @@ pkgs=(
 	libaio-dev # the tests' static fio (scripts/test-fio.sh)
 	openssl    # the tests' data patterns (tests/lib.sh)
 	python3          # make bench's report (scripts/bench-report.py)
+	linux-perf       # make bench's profiles (perf record in the guest)
 	python3-docutils # make lint: the documentation parses (docrefs.sh)
 	dkms             # dkms.conf, checked in make check's reach lane
 	# building the debug kernel (make check-debug)

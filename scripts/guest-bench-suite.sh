@@ -7,9 +7,11 @@
 # Sections, in order (SSDQ_BENCH_SECTIONS picks a subset):
 #   mem     kernel memory per driver: module alone, then per controller
 #           (bind/unbind cycles, both drivers alternately)
-#   calib   A/A check: nvme on BOTH controllers, to show how much the two
-#           slots differ by themselves (the noise floor of every ratio)
+#   calib   A/A controls: nvme on BOTH controllers, then ssdq on both,
+#           every main job, to show how much the two slots differ by
+#           themselves (the noise floor of every ratio)
 #   main    the comparison jobs, ssdq and nvme alternately, R rounds
+#   profile perf profiles of the 4k QD1 and QD32 jobs, both drivers
 #   polled  4k QD1 --hipri with both drivers reloaded with poll_queues=1
 #   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
 #           mode) at several queue depths, with nvme as the reference
@@ -18,7 +20,8 @@
 # runs are skipped; nothing here fails because of it.
 #
 # Settings (env, forwarded by vm.sh): SSDQ_BENCH_QUICK=1 (short variant),
-# SSDQ_BENCH_RUNTIME/_RAMP_MS/_ROUNDS (main jobs), SSDQ_BENCH_ABL_RUNTIME/
+# SSDQ_BENCH_RUNTIME/_RAMP_MS/_ROUNDS (main jobs), SSDQ_BENCH_CALIB_ROUNDS
+# (A/A controls), SSDQ_BENCH_ABL_RUNTIME/
 # _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS/_STEER_QDS, SSDQ_BENCH_MEM_CYCLES,
 # SSDQ_BENCH_SIZE (region every job uses, preconditioned),
 # SSDQ_BENCH_DEFER_US. Defaults: Documentation/bench.rst.
@@ -28,15 +31,16 @@ set -euo pipefail
 
 QUICK=${SSDQ_BENCH_QUICK:-0}
 if [[ $QUICK == 1 ]]; then
-	d_rt=2 d_ramp=250 d_abl_rt=1 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32" d_steer_qds=32
+	d_rt=2 d_ramp=250 d_rounds=3 d_abl_rt=1 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32" d_steer_qds=32
 	d_mem=1 d_sections="mem main polled abl steer"
 else
-	d_rt=8 d_ramp=1000 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32" d_steer_qds=$d_qds
-	d_mem=3 d_sections="mem calib main polled abl steer"
+	d_rt=8 d_ramp=1000 d_rounds=5 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32" d_steer_qds=$d_qds
+	d_mem=3 d_sections="mem calib main profile polled abl steer"
 fi
 RT=${SSDQ_BENCH_RUNTIME:-$d_rt}
 RAMP=${SSDQ_BENCH_RAMP_MS:-$d_ramp}
-ROUNDS=${SSDQ_BENCH_ROUNDS:-3}
+ROUNDS=${SSDQ_BENCH_ROUNDS:-$d_rounds}
+CALIB_ROUNDS=${SSDQ_BENCH_CALIB_ROUNDS:-3}
 ABL_RT=${SSDQ_BENCH_ABL_RUNTIME:-$d_abl_rt}
 ABL_RAMP=${SSDQ_BENCH_ABL_RAMP_MS:-$d_abl_ramp}
 ABL_ROUNDS=${SSDQ_BENCH_ABL_ROUNDS:-$d_abl_rounds}
@@ -151,26 +155,52 @@ section_mem() {
 
 # --------------------------------------------------------------- calib
 
-section_calib() {
-	progress "A/A check: nvme on both controllers"
+# Both controllers on one driver, every main job alternating between the
+# two slots: the A/A controls. Their ratio is the slots and the noise, the
+# yardstick each ssdq/nvme ratio is read against (the report puts the
+# control's interval beside it).
+aa_bind() { # driver
 	unload_ssdq
-	module_loaded nvme || modprobe nvme || bdie "modprobe nvme failed"
-	[[ $(bound_driver "$PCI_SSDQ") == nvme ]] || bind_pci "$PCI_SSDQ" nvme
-	[[ $(bound_driver "$PCI_NVME") == nvme ]] || bind_pci "$PCI_NVME" nvme
+	unload_nvme
+	set_override "$PCI_SSDQ" "$1"
+	set_override "$PCI_NVME" "$1"
+	if [[ $1 == ssdq ]]; then
+		insmod "$B_KO" || bdie "insmod ssdq.ko failed"
+	else
+		modprobe nvme || bdie "modprobe nvme failed"
+	fi
+	wait_until 60 disk_of_pci "$PCI_SSDQ" >/dev/null || bdie "$1 made no disk under $PCI_SSDQ"
+	wait_until 60 disk_of_pci "$PCI_NVME" >/dev/null || bdie "$1 made no disk under $PCI_NVME"
+	udev_settle_disk "$(disk_of_pci "$PCI_SSDQ")"
+	udev_settle_disk "$(disk_of_pci "$PCI_NVME")"
 	register_side slot04 "$PCI_SSDQ"
 	register_side slot05 "$PCI_NVME"
-	precondition slot04 slot05
-	PRECONDITIONED=1
-	local r s name qd args
-	IFS='|' read -r name qd args <<<"${MAIN_JOBS[1]}"
-	RUN_TOTAL=$((RUN_TOTAL + 2 * ROUNDS))
-	for ((r = 1; r <= ROUNDS; r++)); do
-		for s in $(pair_order "$r" slot04 slot05); do
-			# shellcheck disable=SC2086 # args are fio options
-			measure_run calib "$name" "$s" nvme "$qd" "$r" "$RT" "$RAMP" $args
+}
+
+section_calib() {
+	local d r j s name qd args
+	RUN_TOTAL=$((RUN_TOTAL + 4 * CALIB_ROUNDS * ${#MAIN_JOBS[@]}))
+	for d in nvme ssdq; do
+		progress "A/A control: $d on both controllers"
+		aa_bind "$d"
+		if [[ -z $PRECONDITIONED ]]; then
+			precondition slot04 slot05
+			PRECONDITIONED=1
+		fi
+		for ((r = 1; r <= CALIB_ROUNDS; r++)); do
+			for j in "${MAIN_JOBS[@]}"; do
+				IFS='|' read -r name qd args <<<"$j"
+				for s in $(pair_order "$r" slot04 slot05); do
+					# shellcheck disable=SC2086 # args are fio options
+					measure_run calib "$name" "$s" "$d" "$qd" "$r" "$RT" "$RAMP" $args
+				done
+			done
 		done
 	done
-	unbind_pci "$PCI_SSDQ"
+	unload_ssdq
+	unload_nvme
+	set_override "$PCI_SSDQ" "$NOBODY"
+	set_override "$PCI_NVME" "$NOBODY"
 }
 
 # ---------------------------------------------------------------- main
@@ -246,6 +276,56 @@ section_polled() {
 	[[ $sides == nvme ]] && n=1
 	RUN_TOTAL=$((RUN_TOTAL + n * ROUNDS))
 	run_pairs polled poll_queues=1 "$sides" "$POLLED_JOB"
+}
+
+# ------------------------------------------------------------- profile
+
+# Where the CPU time goes in the headline jobs (4k random read at QD1 and
+# QD32), ssdq's and nvme's side by side: perf record of every vCPU with
+# call graphs while the job runs (the cpu-clock event: TCG has no PMU),
+# then perf report's flat profile by symbol (profile/<job>-<side>.txt).
+# Not a measurement run: perf's own sampling costs CPU.
+section_profile() {
+	if ! command -v perf >/dev/null; then
+		unavailable "profiles" "no perf (Debian's linux-perf, make deps)"
+		return 0
+	fi
+	setup_pair "" ""
+	mkdir -p "$B_OUT/profile"
+	local i s name qd args
+	for i in 0 1; do
+		IFS='|' read -r name qd args <<<"${MAIN_JOBS[i]}"
+		for s in ssdq nvme; do
+			# shellcheck disable=SC2086 # args are fio options
+			profile_run "$name" "$s" $args
+		done
+	done
+}
+
+profile_run() { # job side fio-args...
+	local job=$1 side=$2 pid base secs
+	shift 2
+	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/profile/$1-$2
+	fio_common "$RT" "$RAMP"
+	disk_ios "$disk"
+	base=$IOS
+	fio --name="$job" --filename="/dev/$disk" "${FIO_COMMON[@]}" "$@" \
+		--output="$out.fio.json" >/dev/null 2>"$out.fio.err" &
+	pid=$!
+	if ! wait_io_start "$disk" "$base" "$pid"; then
+		wait "$pid" || true
+		note_json failed "profile $job $side" "fio did no I/O: $(head -c 200 "$out.fio.err")"
+		return 0
+	fi
+	printf -v secs '%d.%03d' $((RAMP / 1000)) $((RAMP % 1000))
+	nap "$secs"
+	perf record -e cpu-clock -a -g -o "$out.data" -- sleep $((RT > 3 ? RT - 2 : 1)) \
+		>/dev/null 2>"$out.perf.err" || true
+	wait "$pid" || true
+	perf report -i "$out.data" --stdio --no-children --sort symbol -g none \
+		--percent-limit 0.2 >"$out.txt" 2>>"$out.perf.err" || true
+	rm -f "$out.data" "$out.data.old"
+	progress "profile $job $side: $(grep -c '%' "$out.txt" 2>/dev/null || echo 0) symbols over 0.2%"
 }
 
 # ----------------------------------------------------------------- abl
@@ -413,14 +493,14 @@ write_meta() { # running|finished
 		--arg fio "$fio_version" --arg ko "$B_KO" \
 		--arg ko_params "$KO_PARAMS" \
 		--argjson quick "$QUICK" --argjson rt "$RT" --argjson ramp "$RAMP" \
-		--argjson rounds "$ROUNDS" --argjson abl_rt "$ABL_RT" --argjson abl_ramp "$ABL_RAMP" \
+		--argjson rounds "$ROUNDS" --argjson calib_rounds "$CALIB_ROUNDS" --argjson abl_rt "$ABL_RT" --argjson abl_ramp "$ABL_RAMP" \
 		--argjson abl_rounds "$ABL_ROUNDS" --arg abl_qds "$ABL_QDS" --arg steer_qds "$STEER_QDS" \
 		--argjson mem_cycles "$MEM_CYCLES" --arg sections "$SECTIONS" --arg size "$B_SIZE" \
 		--argjson defer_us "$DEFER_US" --argjson secs "$SECONDS" \
 		--arg main_jobs "$(printf '%s\n' "${MAIN_JOBS[@]}" "$POLLED_JOB")" \
 		'{status: $status, guest_kernel: $kernel, vcpus: $ncpu, fio: $fio,
 		  ssdq_ko: $ko, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
-		  quick: ($quick == 1), runtime_s: $rt, ramp_ms: $ramp, rounds: $rounds,
+		  quick: ($quick == 1), runtime_s: $rt, ramp_ms: $ramp, rounds: $rounds, calib_rounds: $calib_rounds,
 		  abl_runtime_s: $abl_rt, abl_ramp_ms: $abl_ramp, abl_rounds: $abl_rounds,
 		  abl_qds: ($abl_qds | split(" ") | map(select(. != "") | tonumber)),
 		  steer_qds: ($steer_qds | split(" ") | map(select(. != "") | tonumber)),
@@ -437,7 +517,7 @@ sampler_priority
 rm -f "$B_OUT"/{runs,mem,mem-slab,notes}.jsonl
 write_meta running
 progress "bench: $NCPU vCPUs, sections: $SECTIONS; main ${RT}s x $ROUNDS rounds, ablations ${ABL_RT}s x $ABL_ROUNDS"
-for sec in mem calib main polled abl steer; do
+for sec in mem calib main profile polled abl steer; do
 	has_section "$sec" || continue
 	progress "== section $sec"
 	"section_$sec"
