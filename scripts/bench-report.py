@@ -16,6 +16,7 @@ import glob
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -397,20 +398,40 @@ def profiles(d):
     out = {}
     for path in sorted(glob.glob(os.path.join(d, "profile", "*.txt"))):
         job, _, side = os.path.basename(path)[:-4].rpartition("-")
-        syms = {}
-        with open(path) as f:
-            for line in f:
-                w = line.split()
-                # "  12.34%  [k] symbol" (k: kernel, .: user)
-                if len(w) >= 3 and w[0].endswith("%") and w[1].startswith("["):
-                    try:
-                        pct = float(w[0][:-1])
-                    except ValueError:
-                        continue
-                    name = f"{' '.join(w[2:])} {w[1]}"
-                    syms[name] = syms.get(name, 0) + pct
-        out.setdefault(job, {})[side] = syms
+        out.setdefault(job, {})[side] = perf_symbols(path)
+        out[job][side + "_children"] = perf_symbols(path[:-4] + ".children", children=True)
     return out
+
+
+def perf_symbols(path, children=False):
+    """{symbol [k|.]: percent} from perf report --stdio: the self column,
+    or with children the first (children: with callees) one."""
+    syms = {}
+    if not os.path.exists(path):
+        return syms
+    pat = (r"\s*([0-9.]+)%\s+[0-9.]+%\s+\[(.)\]\s+(\S+)" if children
+           else r"\s*([0-9.]+)%\s+\[(.)\]\s+(\S+)")
+    with open(path) as f:
+        for line in f:
+            # "  12.34%  [k] symbol  (IPC columns)" (k: kernel, .: user)
+            m = re.match(pat, line)
+            if m:
+                name = f"{m.group(3)} [{m.group(2)}]"
+                syms[name] = syms.get(name, 0) + float(m.group(1))
+    return syms
+
+
+# Where an idle vCPU's samples land (cpu-clock samples idle time too).
+IDLE_SYMBOLS = {"pv_native_safe_halt", "native_safe_halt", "default_idle", "default_idle_call",
+                "acpi_safe_halt", "cpu_idle_poll", "poll_idle", "mwait_idle", "intel_idle"}
+
+
+def busy_shares(syms):
+    """(idle percent, {symbol: percent of the busy samples})."""
+    idle = sum(v for k, v in syms.items() if k.split()[0] in IDLE_SYMBOLS)
+    busy = 100 - idle
+    return idle, {k: v * 100 / busy for k, v in syms.items()
+                  if k.split()[0] not in IDLE_SYMBOLS and busy > 0}
 
 
 def results(d):
@@ -777,24 +798,39 @@ def section_profiles(res):
     P = res.get("profiles") or {}
     if not P:
         return out + ["Not run (quick variant, profile not in the sections, or no perf)."]
-    out += ["`perf record -e cpu-clock -a -g` in the guest while the job runs (TCG has no PMU; cpu-clock samples every vCPU, idle included), flat profile by symbol. Shares are percent of all samples. First the symbols where the two drivers differ most, then each side's top symbols. Raw: profile/<job>-<driver>.txt.", ""]
+    out += ["`perf record -e cpu-clock -a -g` in the guest while the job runs (TCG has no PMU; cpu-clock samples every vCPU, idle included), flat profile by symbol (perf report, symbols over 0.05% of all samples). Idle is the share of samples in the idle loop; the symbol shares are percent of the busy (non-idle) samples. First the symbols where the two drivers differ most, then each side's top ten. Raw: profile/<job>-<driver>.txt.", ""]
     for job in sorted(P):
-        a, b = P[job].get("ssdq", {}), P[job].get("nvme", {})
-        out += [f"### {job}", "",
-                "| symbol | ssdq % | nvme % | ssdq - nvme |", "|---|---:|---:|---:|"]
+        ia, a = busy_shares(P[job].get("ssdq", {}))
+        ib, b = busy_shares(P[job].get("nvme", {}))
+        out += [f"### {job}", "", f"Idle: ssdq {ia:.1f}%, nvme {ib:.1f}% of all samples.", "",
+                "| symbol | ssdq % of busy | nvme % of busy | ssdq - nvme |", "|---|---:|---:|---:|"]
         diff = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0) - b.get(k, 0)))
         for k in diff[:12]:
-            out.append(row(k, f"{a.get(k, 0):.2f}", f"{b.get(k, 0):.2f}",
-                           f"{a.get(k, 0) - b.get(k, 0):+.2f}"))
-        out += ["", "| rank | ssdq's top symbols | % | nvme's top symbols | % |",
+            out.append(row(k, f"{a.get(k, 0):.1f}", f"{b.get(k, 0):.1f}",
+                           f"{a.get(k, 0) - b.get(k, 0):+.1f}"))
+        out += ["", "| rank | ssdq's top symbols | % of busy | nvme's top symbols | % of busy |",
                 "|---:|---|---:|---|---:|"]
         ta = sorted(a.items(), key=lambda x: -x[1])[:10]
         tb = sorted(b.items(), key=lambda x: -x[1])[:10]
         for i in range(max(len(ta), len(tb))):
             ca = ta[i] if i < len(ta) else ("", None)
             cb = tb[i] if i < len(tb) else ("", None)
-            out.append(row(str(i + 1), ca[0], "" if ca[1] is None else f"{ca[1]:.2f}",
-                           cb[0], "" if cb[1] is None else f"{cb[1]:.2f}"))
+            out.append(row(str(i + 1), ca[0], "" if ca[1] is None else f"{ca[1]:.1f}",
+                           cb[0], "" if cb[1] is None else f"{cb[1]:.1f}"))
+        ca, cb = P[job].get("ssdq_children", {}), P[job].get("nvme_children", {})
+        if ca or cb:
+            out += ["", "Each driver's own functions with their callees (perf report --children), percent of busy samples:", "",
+                    "| rank | ssdq function | % of busy | nvme function | % of busy |",
+                    "|---:|---|---:|---|---:|"]
+            da = sorted(((k, v * 100 / (100 - ia)) for k, v in ca.items()
+                         if k.startswith("ssdq_") and ia < 100), key=lambda x: -x[1])[:8]
+            db = sorted(((k, v * 100 / (100 - ib)) for k, v in cb.items()
+                         if k.startswith("nvme_") and ib < 100), key=lambda x: -x[1])[:8]
+            for i in range(max(len(da), len(db))):
+                xa = da[i] if i < len(da) else ("", None)
+                xb = db[i] if i < len(db) else ("", None)
+                out.append(row(str(i + 1), xa[0], "" if xa[1] is None else f"{xa[1]:.1f}",
+                               xb[0], "" if xb[1] is None else f"{xb[1]:.1f}"))
         out.append("")
     return out
 

@@ -292,6 +292,9 @@ section_profile() {
 	fi
 	setup_pair "" ""
 	mkdir -p "$B_OUT/profile"
+	# Kernel symbols by name: addresses in /proc/kallsyms, any sampler.
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	echo -1 >/proc/sys/kernel/perf_event_paranoid
 	local i s name qd args
 	for i in 0 1; do
 		IFS='|' read -r name qd args <<<"${MAIN_JOBS[i]}"
@@ -305,7 +308,7 @@ section_profile() {
 profile_run() { # job side fio-args...
 	local job=$1 side=$2 pid base secs
 	shift 2
-	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/profile/$1-$2
+	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/profile/$job-$side
 	fio_common "$RT" "$RAMP"
 	disk_ios "$disk"
 	base=$IOS
@@ -319,12 +322,19 @@ profile_run() { # job side fio-args...
 	fi
 	printf -v secs '%d.%03d' $((RAMP / 1000)) $((RAMP % 1000))
 	nap "$secs"
-	perf record -e cpu-clock -a -g -o "$out.data" -- sleep $((RT > 3 ? RT - 2 : 1)) \
+	# perf.data in the guest's tmpfs: written over 9p, perf's own writes
+	# were most of the busy samples.
+	local data=/tmp/ssdq-perf.data
+	perf record -e cpu-clock -a -g -o "$data" -- sleep $((RT > 3 ? RT - 2 : 1)) \
 		>/dev/null 2>"$out.perf.err" || true
 	wait "$pid" || true
-	perf report -i "$out.data" --stdio --no-children --sort symbol -g none \
-		--percent-limit 0.2 >"$out.txt" 2>>"$out.perf.err" || true
-	rm -f "$out.data" "$out.data.old"
+	# Self time, and time with callees: cpu-clock samples land where
+	# interrupts come back on, so a driver function shows up inclusively.
+	perf report -i "$data" --kallsyms=/proc/kallsyms --stdio --no-children \
+		--sort symbol -g none --percent-limit 0.05 >"$out.txt" 2>>"$out.perf.err" || true
+	perf report -i "$data" --kallsyms=/proc/kallsyms --stdio --children \
+		--sort symbol -g none --percent-limit 0.05 >"$out.children" 2>>"$out.perf.err" || true
+	rm -f "$data" "$data.old"
 	progress "profile $job $side: $(grep -c '%' "$out.txt" 2>/dev/null || echo 0) symbols over 0.2%"
 }
 
