@@ -177,24 +177,28 @@ boot_suite() { # bootdir suffix vm-args... -- names...
 	# seen once, 7.2's emulation mid-way through the matrix on 4 vCPUs, an
 	# admin timeout's controller disable with I/O in flight; no guest can
 	# make an emulator crash legitimately, so it says nothing of ssdq. One
-	# more boot, said out loud, with the first console kept; never a second.
-	local qrc=
-	[[ -r $dir/qemu.rc ]] && read -r qrc <"$dir/qemu.rc"
-	if ((rc == 125)) && [[ $qrc == 134 || $qrc == 139 ]]; then
-		cp "$dir/console.log" "$dir/console-qemu-crashed.log"
-		note "QEMU itself crashed (exit status $qrc; see ${dir#"$SSDQ_REPO"/}/console-qemu-crashed.log); booting once more"
+	# more boot after a death in boot, two after QEMU crashes, each said
+	# out loud with the console kept.
+	local qrc tries=0
+	while ((rc == 125 && tries < 2)); do
+		qrc=
+		[[ -r $dir/qemu.rc ]] && read -r qrc <"$dir/qemu.rc"
+		if [[ $qrc == 134 || $qrc == 139 ]]; then
+			tries=$((tries + 1))
+			cp "$dir/console.log" "$dir/console-qemu-crashed-$tries.log"
+			note "QEMU itself crashed (exit status $qrc; see ${dir#"$SSDQ_REPO"/}/console-qemu-crashed-$tries.log); booting once more ($tries of 2)"
+		elif ((tries == 0)) && ! grep -q '^ssdq-init: running' "$dir/console.log" 2>/dev/null; then
+			tries=2
+			cp "$dir/console.log" "$dir/console-died-in-boot.log"
+			note "guest died during kernel boot, before any test (see ${dir#"$SSDQ_REPO"/}/console-died-in-boot.log); booting once more"
+		else
+			break
+		fi
 		rc=0
 		SSDQ_TESTS="${names[*]}" SSDQ_SUFFIX=$suffix \
 			"$SSDQ_REPO/scripts/vm.sh" -o "$dir" "${vm_args[@]}" -- tests/run-guest.sh ||
 			rc=$?
-	elif ((rc == 125)) && ! grep -q '^ssdq-init: running' "$dir/console.log" 2>/dev/null; then
-		cp "$dir/console.log" "$dir/console-died-in-boot.log"
-		note "guest died during kernel boot, before any test (see ${dir#"$SSDQ_REPO"/}/console-died-in-boot.log); booting once more"
-		rc=0
-		SSDQ_TESTS="${names[*]}" SSDQ_SUFFIX=$suffix \
-			"$SSDQ_REPO/scripts/vm.sh" -o "$dir" "${vm_args[@]}" -- tests/run-guest.sh ||
-			rc=$?
-	fi
+	done
 	# SIGPIPE: the one signal bash does not report a death by.
 	pkill -PIPE -P "$prog"
 	wait "$prog" 2>/dev/null
