@@ -13,6 +13,8 @@
 #   - data written before a rebind or a controller given up reads back.
 # A case that loses I/O by design (a media error, a controller that will
 # not disable, an unbind) runs its own I/O, not the verified writers.
+# SSDQ_MATRIX_CASES="46 47" runs only those cases, in that order (to
+# replay one, or repeat it).
 # boot: cpu4
 # timeout: 900
 set -euo pipefail
@@ -318,10 +320,29 @@ run_case() { # n io_queues poll_queues irq steering batching shadow event
 	echo "$n $LOADED ${sw[*]} $ev $((SECONDS - t0))s" >>"$T_DIR/cases"
 }
 
+# The cases asked for: all, or those SSDQ_MATRIX_CASES names, in its order
+# (a number given twice runs twice).
+chosen_cases() {
+	local -a all
+	local n
+	mapfile -t all < <(matrix_cases)
+	if [[ -z ${SSDQ_MATRIX_CASES:-} ]]; then
+		printf '%s\n' "${all[@]}"
+		return
+	fi
+	for n in $SSDQ_MATRIX_CASES; do
+		[[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= ${#all[@]})) ||
+			fail "SSDQ_MATRIX_CASES: no case '$n' (1-${#all[@]})"
+		echo "${all[n - 1]}"
+	done
+}
+
+chosen_cases >/dev/null # a bad SSDQ_MATRIX_CASES fails here, not in a subshell
 : >"$T_DIR/cases"
 while read -r -a c; do
 	run_case "${c[@]}"
-done < <(matrix_cases)
+done < <(chosen_cases)
 keep_check "data at the end"
-assert_eq "cases run" "$(wc -l <"$T_DIR/cases")" "$(matrix_cases | wc -l)"
+assert_eq "cases run" "$(wc -l <"$T_DIR/cases")" "$(chosen_cases | wc -l)"
+assert_gt "cases run" "$(wc -l <"$T_DIR/cases")" 0
 dut_unload

@@ -267,6 +267,13 @@ int ssdq_ctrl_init_admin(struct ssdq_dev *dev)
  * shadow doorbell pages), so stop the controller before the caller frees
  * them, and keep further admin commands off it until it is started again
  * (a reset, or nothing: teardown has nothing more to ask).
+ *
+ * I/O submission pauses while it stops, as in every reset (and in
+ * nvme-pci's disable): no SQ doorbell races the CC.EN write. QEMU 7.2
+ * needs that: a fetch a doorbell started runs during the disable's drain,
+ * and the I/O it submits completes after the disable freed its queue (a
+ * use after free that crashes QEMU). The requests sent afterwards go to a
+ * stopped controller and time out into a reset.
  */
 static void ssdq_admin_timed_out(struct ssdq_dev *dev, u8 opcode)
 {
@@ -274,7 +281,12 @@ static void ssdq_admin_timed_out(struct ssdq_dev *dev, u8 opcode)
 		"admin command %#x timed out after %u s, stopping the controller\n",
 		opcode, ssdq_params.admin_timeout);
 	atomic64_inc(&dev->recovery.admin_timeouts);
+	/* The tag set exists from the disk's allocation on (probe's end). */
+	if (dev->disk)
+		ssdq_quiesce_tagset(&dev->tag_set);
 	ssdq_ctrl_stop_dma(dev, false);
+	if (dev->disk)
+		ssdq_unquiesce_tagset(&dev->tag_set);
 	dev->queues[0].created = false;
 }
 
