@@ -200,24 +200,51 @@ def derive(run, tc, fs):
     return r
 
 
+def layout_ratios(runs, a, b, k, rnd):
+    """Side A against side B in one round, per layout: {A's controller:
+    A/B}, each A run paired with the B run on the other controller. A
+    crossover round has two layouts; the A/A controls (and results from
+    before the crossover) one."""
+    out = {}
+    for x in runs:
+        if x["side"] != a or x["round"] != rnd or not x["ok"]:
+            continue
+        y = next((y for y in runs if y["side"] == b and y["round"] == rnd and y["ok"]
+                  and (y.get("slot") != x.get("slot") or x.get("slot") is None)), None)
+        r = div(x["m"][k], y["m"][k]) if y else None
+        if r is not None and r > 0:
+            out[x.get("slot")] = r
+    return out
+
+
+def gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
 def compare(runs, a, b):
     """Side A vs side B of one job: medians, and the ratio A/B round by
-    round (pairs)."""
+    round (pairs). A crossover round's ratio is the geometric mean of its
+    two layouts: what the two controllers differ by multiplies one and
+    divides the other, and cancels. That difference itself, the slot
+    effect, is the square root of their quotient: how much higher the
+    figure was on the first controller than on the second, for both
+    drivers alike (1.00: the slots are equal)."""
     rounds = sorted({r["round"] for r in runs})
     out = {}
     for k in METRICS:
         va = [r["m"][k] for r in runs if r["side"] == a and r["ok"]]
         vb = [r["m"][k] for r in runs if r["side"] == b and r["ok"]]
-
-        def first(side, rnd):
-            return next((r["m"][k] for r in runs
-                         if r["side"] == side and r["round"] == rnd and r["ok"]), None)
-        ratios = [x for x in (div(first(a, rnd), first(b, rnd)) for rnd in rounds) if x is not None]
+        per = [layout_ratios(runs, a, b, k, rnd) for rnd in rounds]
+        ratios = [gmean(list(p.values())) for p in per if p]
+        slots = sorted({s for p in per for s in p if s})
+        effect = None
+        if len(slots) == 2:
+            effect = gmean([math.sqrt(p[slots[0]] / p[slots[1]]) for p in per
+                            if slots[0] in p and slots[1] in p])
         gm, lo, hi = ratio_interval(ratios)
         out[k] = {"a": median(va), "b": median(vb), "a_values": va, "b_values": vb,
                   "ratios": ratios, "ratio": median(ratios), "gmean": gm, "lo": lo, "hi": hi,
-                  "ratio_min": min(ratios) if ratios else None,
-                  "ratio_max": max(ratios) if ratios else None}
+                  "slot_effect": effect, "slots": slots if effect else None}
     return out
 
 
@@ -286,6 +313,7 @@ def verdicts(cmp, calib):
                         "better": better, "target": target, "nvme": m["b"], "ssdq": m["a"],
                         "ratio": m["gmean"], "lo": lo, "hi": hi, "ratios": m["ratios"],
                         "standing": standing(better, lo, hi), "pass": met,
+                        "slot_effect": m.get("slot_effect"), "slots": m.get("slots"),
                         "control_nvme": control(calib, c["job"], "nvme", metric),
                         "control_ssdq": control(calib, c["job"], "ssdq", metric)})
     return out
@@ -671,15 +699,16 @@ def halfwidth(v):
 def section_targets(res):
     g = res["guest"]
     out = ["## Targets", "",
-           f"ssdq/nvme per job: the geometric mean of the pair (round-by-round) ratios over {q(g.get('rounds'))} rounds and its 95% confidence interval (Student's t on the log ratios; rounds are the independent samples). **ahead / behind** means the whole interval is on one side of 1.00, otherwise **not distinguishable**. A target is met when the interval's low end (high end for latency, CPU and memory) is on the target's side. The A/A columns are the controls of the same job in the same boot, nvme against nvme and ssdq against ssdq on the two slots: how far from 1.00 the slots and the noise alone move a ratio.",
+           f"ssdq/nvme per job: the geometric mean of the round ratios over {q(g.get('rounds'))} rounds and its 95% confidence interval (Student's t on the log ratios; rounds are the independent samples). Each round is a crossover: every pair runs twice, the second time with the two drivers swapped between the controllers, and the round's ratio is the geometric mean of the two, so a difference between the controllers themselves cancels. **ahead / behind** means the whole interval is on one side of 1.00, otherwise **not distinguishable**. A target is met when the interval's low end (high end for latency, CPU and memory) is on the target's side. The A/A columns are the controls of the same job in the same boot, nvme against nvme and ssdq against ssdq on the two slots: how far from 1.00 the slots and the noise alone move a ratio. The slot column is what the crossover cancelled: the figure on 00:04.0 over the figure on 00:05.0, for either driver.",
            "",
-           "| job | metric | nvme | ssdq | ssdq/nvme | 95% interval | standing | A/A nvme | A/A ssdq | target | result |",
-           "|---|---|---:|---:|---:|---|---|---|---|---|---|"]
+           "| job | metric | nvme | ssdq | ssdq/nvme | 95% interval | standing | A/A nvme | A/A ssdq | slot | target | result |",
+           "|---|---|---:|---:|---:|---|---|---|---|---:|---|---|"]
     for v in res["verdicts"]:
         op = ">=" if v["better"] == "higher" else "<="
         out.append(row(v["job"], mlabel(v["metric"]), fmt(v["nvme"]), fmt(v["ssdq"]),
                        f"**{r2(v['ratio'])}**", interval(v["lo"], v["hi"]),
                        v["standing"] or "n/a", ctl(v["control_nvme"]), ctl(v["control_ssdq"]),
+                       r2(v["slot_effect"]) if v.get("slot_effect") else "n/a",
                        f"{op} {r2(v['target'])}", verdict(v)))
     out.append("")
     short = [v for v in res["verdicts"] if v["pass"] is False]
@@ -695,7 +724,7 @@ def section_targets(res):
         out.append("Not judged: " + "; ".join(f"{v['job']} {mlabel(v['metric'])}" for v in na) + ".")
     qd32 = next((v for v in res["verdicts"] if v["job"] == "rr4k-qd32x2" and v["metric"] == "iops"), None)
     if qd32 is not None and halfwidth(qd32) is not None:
-        out.append(f"The QD32 read interval is +-{halfwidth(qd32) * 100:.1f}% of its mean over {len(qd32['ratios'])} pairs (goal: +-5%).")
+        out.append(f"The QD32 read interval is +-{halfwidth(qd32) * 100:.1f}% of its mean over {len(qd32['ratios'])} rounds (goal: +-5%).")
     return out
 
 
@@ -925,7 +954,7 @@ def report(res, have):
     out += [f"- {r['tag']}: status {jstr(r['rc'])} (fio/{r['tag']}.err)" for r in res["failed_runs"]] \
         if res["failed_runs"] else ["None."]
     out += ["", "## Method, in short", "",
-            f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0, the kernel's nvme drives 00:05.0; both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds with the pair order flipped each round; the table values are medians; the targets use the geometric mean of the per-round ratios with a 95% interval, beside the A/A controls (each driver on both controllers). The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
+            f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0 and the kernel's nvme 00:05.0, except in the second half of each main and polled round, when the two swap controllers (a crossover); both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds, in both layouts, with the pair order flipped each half; the table values are medians; the targets use the geometric mean of the per-round ratios with a 95% interval, beside the A/A controls (each driver on both controllers). The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
     return "\n".join(out) + "\n"
 
 

@@ -137,14 +137,16 @@ knobs_apply() { # "settings"
 # trace size needs a program (stat). fio's JSON is parsed on the host.
 
 # shellcheck disable=SC2034 # SNAP_* are filled through namerefs
-declare -A DISK_OF=() IRQS_OF=() SNAP_A=() SNAP_B=()
+declare -A DISK_OF=() SLOT_OF=() IRQS_OF=() SNAP_A=() SNAP_B=()
 
-# Remember a side's disk and its MSI-X interrupt numbers (after a bind).
+# Remember a side's controller, its disk and its MSI-X interrupt numbers
+# (after a bind).
 # The I/O vectors are the MSI-X interrupts whose action name does not end
 # in q0 (the admin queue): ssdq0q1.., nvme0q1..; polled queues have none.
 register_side() { # side pci
 	local f i name irqs=''
 	DISK_OF[$1]=$(disk_of_pci "$2") || bdie "no disk under $2 for $1"
+	SLOT_OF[$1]=$2
 	for f in "/sys/bus/pci/devices/$2/msi_irqs"/*; do
 		[[ -e $f ]] || continue
 		i=${f##*/}
@@ -372,8 +374,8 @@ measure_run() {
 	else
 		delta='{}'
 	fi
-	printf '{"seq":%d,"section":"%s","job":"%s","side":"%s","variant":"%s","qd":%d,"round":%d,"disk":"%s","rc":%d,"tag":"%s","fio_args":"%s","counters":%s}\n' \
-		"$RUN_SEQ" "$section" "$job" "$side" "$variant" "$qd" "$round" "$disk" "$rc" "$tag" "$*" "$delta" \
+	printf '{"seq":%d,"section":"%s","job":"%s","side":"%s","variant":"%s","qd":%d,"round":%d,"disk":"%s","slot":"%s","rc":%d,"tag":"%s","fio_args":"%s","counters":%s}\n' \
+		"$RUN_SEQ" "$section" "$job" "$side" "$variant" "$qd" "$round" "$disk" "${SLOT_OF[$side]}" "$rc" "$tag" "$*" "$delta" \
 		>>"$B_OUT/runs.jsonl"
 	RUN_DONE=$((RUN_DONE + 1))
 	if ((rc == 0 && sampled)); then

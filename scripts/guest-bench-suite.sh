@@ -10,7 +10,8 @@
 #   calib   A/A controls: nvme on BOTH controllers, then ssdq on both,
 #           every main job, to show how much the two slots differ by
 #           themselves (the noise floor of every ratio)
-#   main    the comparison jobs, ssdq and nvme alternately, R rounds
+#   main    the comparison jobs, ssdq and nvme alternately, R crossover
+#           rounds (halfway through each, the drivers swap controllers)
 #   profile perf profiles of the 4k QD1 and QD32 jobs, both drivers
 #   polled  4k QD1 --hipri with both drivers reloaded with poll_queues=1
 #   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
@@ -228,33 +229,59 @@ setup_pair() { # "ssdq params" "nvme params"
 	fi
 }
 
-run_pairs() { # section variant sides job-spec
-	local section=$1 variant=$2 sides=$3 name qd args r s
-	IFS='|' read -r name qd args <<<"$4"
-	for ((r = 1; r <= ROUNDS; r++)); do
-		# shellcheck disable=SC2086 # sides is "ssdq nvme" or one of them
-		for s in $(pair_order "$r" $sides); do
-			# shellcheck disable=SC2086 # args are fio options
-			measure_run "$section" "$name" "$s" "$variant" "$qd" "$r" "$RT" "$RAMP" $args
-		done
-	done
+# The crossover: each driver moves to the other's controller, both staying
+# loaded as they are. The two slots are not equal by themselves (the A/A
+# controls once showed random writes 22-27% slower on 00:04.0 with either
+# driver), so every round runs each pair once per layout, and the round's
+# ratio (bench-report.py) is the geometric mean of the two: the slots'
+# difference multiplies one and divides the other, and cancels.
+swap_slots() {
+	local a=$PCI_SSDQ b=$PCI_NVME
+	unbind_pci "$a"
+	unbind_pci "$b"
+	PCI_SSDQ=$b PCI_NVME=$a
+	bind_pci "$PCI_SSDQ" ssdq
+	bind_pci "$PCI_NVME" nvme
+	SSDQ_DISK=$(disk_of_pci "$PCI_SSDQ")
+	NVME_DISK=$(disk_of_pci "$PCI_NVME")
+	register_side ssdq "$PCI_SSDQ"
+	register_side nvme "$PCI_NVME"
+	progress "crossover: ssdq -> $PCI_SSDQ (/dev/$SSDQ_DISK), nvme -> $PCI_NVME (/dev/$NVME_DISK)"
 }
 
-section_main() {
-	setup_pair "" ""
-	local j r s name qd args
-	RUN_TOTAL=$((RUN_TOTAL + 2 * ROUNDS * ${#MAIN_JOBS[@]}))
-	# Round-major: every round runs every job, so a slow phase of the host
-	# touches all jobs a little rather than one job a lot.
+# Back to ssdq on 00:04.0, where every other section measures it.
+home_slots() {
+	[[ $PCI_SSDQ == "$PCI_DUT" ]] || swap_slots
+}
+
+# R crossover rounds of ssdq against nvme over the given jobs: each round
+# runs every job on both sides in one layout, then swaps the drivers'
+# slots and runs them all again (A B, B A, A B, ...: one swap per round).
+# The pair order flips with each half, so neither side is always second.
+crossover_rounds() { # section variant job-spec...
+	local section=$1 variant=$2 r half j name qd args s
+	shift 2
+	RUN_TOTAL=$((RUN_TOTAL + 4 * ROUNDS * $#))
 	for ((r = 1; r <= ROUNDS; r++)); do
-		for j in "${MAIN_JOBS[@]}"; do
-			IFS='|' read -r name qd args <<<"$j"
-			for s in $(pair_order "$r" ssdq nvme); do
-				# shellcheck disable=SC2086 # args are fio options
-				measure_run main "$name" "$s" default "$qd" "$r" "$RT" "$RAMP" $args
+		for half in 0 1; do
+			((half == 0)) || swap_slots
+			for j in "$@"; do
+				IFS='|' read -r name qd args <<<"$j"
+				for s in $(pair_order $((r + half)) ssdq nvme); do
+					# shellcheck disable=SC2086 # args are fio options
+					measure_run "$section" "$name" "$s" "$variant" "$qd" "$r" "$RT" "$RAMP" $args
+				done
 			done
 		done
 	done
+	home_slots
+}
+
+# Round-major: every round runs every job, so a slow phase of the host
+# touches all jobs a little rather than one job a lot.
+section_main() {
+	setup_pair "" ""
+	crossover_rounds main default "${MAIN_JOBS[@]}"
 }
 
 section_polled() {
@@ -272,10 +299,17 @@ section_polled() {
 	fi
 	[[ $(cat "/sys/block/$NVME_DISK/queue/io_poll") == 1 ]] ||
 		bdie "nvme poll_queues=1: queue/io_poll is not 1"
-	local n=2
-	[[ $sides == nvme ]] && n=1
-	RUN_TOTAL=$((RUN_TOTAL + n * ROUNDS))
-	run_pairs polled poll_queues=1 "$sides" "$POLLED_JOB"
+	if [[ $sides == nvme ]]; then
+		RUN_TOTAL=$((RUN_TOTAL + ROUNDS))
+		local r name qd args
+		IFS='|' read -r name qd args <<<"$POLLED_JOB"
+		for ((r = 1; r <= ROUNDS; r++)); do
+			# shellcheck disable=SC2086 # args are fio options
+			measure_run polled "$name" nvme poll_queues=1 "$qd" "$r" "$RT" "$RAMP" $args
+		done
+	else
+		crossover_rounds polled poll_queues=1 "$POLLED_JOB"
+	fi
 }
 
 # ------------------------------------------------------------- profile
