@@ -487,7 +487,7 @@ def results(d):
 # ---------------------------------------------------------------- charts
 
 
-ABL_VARIANTS = ["nvme", "default", "batching-off", "shadow-off", "irq-direct", "irq-irqpoll",
+ABL_VARIANTS = ["nvme", "default", "batching-off", "ring-idle", "shadow-off", "irq-direct", "irq-irqpoll",
                 "irq-irqpoll-defer", "steer-off", "steer-ipi", "steer-blk"]
 
 
@@ -584,7 +584,7 @@ def charts(d, res):
     chart_ablation(d, res, "irq_per_io", ["nvme", direct, "irq-irqpoll", "irq-irqpoll-defer"],
                    "Interrupts per I/O by mode and queue depth (4k randread, 1 job; /proc/interrupts)",
                    "interrupts per I/O")
-    chart_ablation(d, res, "sqdb_per_io", ["nvme", "default", "batching-off", "shadow-off"],
+    chart_ablation(d, res, "sqdb_per_io", ["nvme", "default", "batching-off", "ring-idle", "shadow-off"],
                    "SQ doorbell MMIO writes per I/O (QEMU trace; 4k randread, 1 job)",
                    "SQ doorbell writes per I/O")
 
@@ -865,8 +865,8 @@ def section_profiles(res):
 
 
 ABL_GROUPS = [
-    ("Doorbell batching (one SQ doorbell per plug batch vs per command)",
-     ["nvme", "default", "batching-off"], "batching"),
+    ("Doorbell batching (one SQ doorbell per plug batch vs per command; ring-idle: also at a batch's first command when the SQ was empty)",
+     ["nvme", "default", "batching-off", "ring-idle"], "batching"),
     ("Shadow doorbells", ["nvme", "default", "shadow-off"], "shadow"),
     ("Interrupt mode: direct, irqpoll, irqpoll with deferred re-arm",
      ["nvme", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer"], "nterrupt mode"),

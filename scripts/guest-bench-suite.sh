@@ -410,11 +410,18 @@ same_as_defaults() { # settings
 ABL_VARIANTS=()
 plan_ablations() {
 	ABL_VARIANTS=("nvme|nvme|" "default|ssdq|")
-	record_defaults plugging/batching plugging/shadow_doorbells irq/mode irq/budget irq/defer_us
+	record_defaults plugging/batching plugging/ring_idle plugging/shadow_doorbells irq/mode irq/budget irq/defer_us
 	if knob_present plugging/batching; then
 		ABL_VARIANTS+=("batching-off|ssdq|plugging/batching=0")
 	else
 		unavailable "doorbell batching ablation" "no /sys/block/$SSDQ_DISK/plugging/batching"
+	fi
+	if ! knob_present plugging/ring_idle; then
+		unavailable "adaptive doorbell batching (ring_idle)" "no /sys/block/$SSDQ_DISK/plugging/ring_idle"
+	elif same_as_defaults "plugging/batching=1 plugging/ring_idle=1"; then
+		note_json alias ring-idle default
+	else
+		ABL_VARIANTS+=("ring-idle|ssdq|plugging/batching=1 plugging/ring_idle=1")
 	fi
 	if ! knob_present plugging/shadow_doorbells; then
 		unavailable "shadow doorbell ablation" "no /sys/block/$SSDQ_DISK/plugging/shadow_doorbells"

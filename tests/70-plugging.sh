@@ -27,15 +27,16 @@ trace_sq_doorbells() {
 }
 
 # Driver side, summed over the I/O queues: submitted sq_db_updates
-# sq_db_mmio batches max_batch (the largest).
+# sq_db_mmio batches max_batch (the largest) early_rings.
 plug_counters() {
 	queue_cols "/sys/kernel/debug/ssdq/$DISK/plugging" -1 \
-		submitted sq_db_updates sq_db_mmio batches max_batch:max
+		submitted sq_db_updates sq_db_mmio batches max_batch:max early_rings
 }
 
-set_switches() { # batching shadow
+set_switches() { # batching shadow [ring_idle]
 	echo "$1" >"/sys/block/$DISK/plugging/batching"
 	echo "$2" >"/sys/block/$DISK/plugging/shadow_doorbells"
+	echo "${3:-0}" >"/sys/block/$DISK/plugging/ring_idle"
 }
 
 # The issue's job: io_uring 4k random read QD32, submitted and reaped in 16s.
@@ -54,12 +55,13 @@ doorbell_events() { # file
 		END { print n + 0, m + 0, c + 0 }' "$1"
 }
 
-# Run the job in one switch setting; sets SUB UPD MMIO TRC BATCHES MAXB.
+# Run the job in one switch setting; sets SUB UPD MMIO TRC BATCHES MAXB
+# EARLY.
 # Three witnesses count the doorbells: ssdq's counters, its trace events
 # (when the kernel has tracefs) and QEMU's own trace.
-measure() { # tag batching shadow
+measure() { # tag batching shadow [ring_idle]
 	local a b t0 ev
-	set_switches "$2" "$3"
+	set_switches "$2" "$3" "${4:-0}"
 	read -ra a <<<"$(plug_counters)"
 	t0=$(trace_sq_doorbells)
 	if ((EVENTS)); then trace_start ssdq_sq_doorbell ssdq_submit; fi
@@ -67,11 +69,12 @@ measure() { # tag batching shadow
 	if ((EVENTS)); then trace_stop "$T_DIR/events-$1.txt"; fi
 	read -ra b <<<"$(plug_counters)"
 	SUB=$((b[0] - a[0])) UPD=$((b[1] - a[1])) MMIO=$((b[2] - a[2]))
-	BATCHES=$((b[3] - a[3])) MAXB=${b[4]}
+	BATCHES=$((b[3] - a[3])) MAXB=${b[4]} EARLY=$((b[5] - a[5]))
 	TRC=$(($(trace_sq_doorbells) - t0))
 	log "$1: commands=$SUB doorbell updates=$UPD MMIO=$MMIO (QEMU saw $TRC)" \
-		"batches=$BATCHES ratio=$(awk -v m="$MMIO" -v s="$SUB" 'BEGIN { printf "%.4f", m / s }')"
+		"batches=$BATCHES early rings=$EARLY ratio=$(awk -v m="$MMIO" -v s="$SUB" 'BEGIN { printf "%.4f", m / s }')"
 	((SUB >= NR_IOS)) || fail "$1: only $SUB commands counted for $NR_IOS I/Os"
+	[[ ${4:-0} == 1 ]] || assert_eq "$1: early rings without ring_idle" "$EARLY" 0
 	assert_eq "$1: driver's MMIO doorbell count = QEMU's" "$MMIO" "$TRC"
 	if ((EVENTS)); then
 		read -ra ev <<<"$(doorbell_events "$T_DIR/events-$1.txt")"
@@ -110,6 +113,17 @@ ok "->queue_rqs took $BATCHES plug lists, the largest $MAXB"
 
 measure batch-off 0 0
 assert_eq "batching off: one MMIO doorbell per command" "$MMIO" "$SUB"
+
+# ring_idle: a batch that finds the SQ empty (the last CQE's SQ head is the
+# tail last rung) rings at its first command too. Here a batch is
+# submitted as the previous one's completions are reaped, after QEMU
+# fetched it: most batches ring early, none twice early, and a batch still
+# costs two doorbells at most.
+measure ring-idle 1 0 1
+assert_gt "ring_idle: batches rung early" "$EARLY" 0
+((EARLY <= BATCHES)) || fail "ring_idle: $EARLY early rings for $BATCHES batches (at most one each)"
+((MMIO * 8 <= SUB)) || fail "ring_idle: $MMIO doorbells for $SUB commands (> 0.125 per command)"
+ok "ring_idle: $MMIO MMIO doorbells for $SUB commands, $EARLY of $BATCHES batches rung early"
 
 # With batching, QEMU has usually fetched one run before the next arrives,
 # so its event index asks for the MMIO write: how many the shadow spares
@@ -158,9 +172,9 @@ verify_job() { # tag
 		--size=8m --offset="$REG_INTEGRITY_OFF" --iodepth=32 --iodepth_batch_submit=8 \
 		--verify=crc32c --verify_state_save=0 --do_verify=1
 }
-for b in 0 1; do
+for b in 0 1 idle; do
 	for s in 0 1; do
-		set_switches "$b" "$s"
+		if [[ $b == idle ]]; then set_switches 1 "$s" 1; else set_switches "$b" "$s"; fi
 		verify_job "verify-b$b-s$s"
 	done
 done
@@ -171,6 +185,7 @@ flipper() {
 	while [[ ! -e $T_DIR/stop ]]; do
 		echo $((i & 1)) >"/sys/block/$DISK/plugging/batching"
 		echo $(((i >> 1) & 1)) >"/sys/block/$DISK/plugging/shadow_doorbells"
+		echo $(((i >> 2) & 1)) >"/sys/block/$DISK/plugging/ring_idle"
 		i=$((i + 1))
 		nap 0.02
 	done
@@ -190,10 +205,12 @@ assert_gt "switch flips during the verify run" "$(cat "$T_DIR/flips")" 10
 
 # Bad input: refused with -EINVAL and one line naming what is allowed.
 kmsg_mark badinput
-allow_dmesg 'plugging/batching takes 0 or 1'
-if echo 2 >"/sys/block/$DISK/plugging/batching" 2>/dev/null; then
-	fail "writing 2 to plugging/batching was accepted"
-fi
-assert_eq "dmesg lines for the bad write" \
-	"$(dmesg_since badinput | grep -c 'plugging/batching takes 0 or 1')" 1
+for f in batching ring_idle; do
+	allow_dmesg "plugging/$f takes 0 or 1"
+	if echo 2 >"/sys/block/$DISK/plugging/$f" 2>/dev/null; then
+		fail "writing 2 to plugging/$f was accepted"
+	fi
+	assert_eq "dmesg lines for the bad write to $f" \
+		"$(dmesg_since badinput | grep -c "plugging/$f takes 0 or 1")" 1
+done
 dut_unload

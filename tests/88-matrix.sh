@@ -80,8 +80,17 @@ set_switches() { # irq steering batching shadow
 	irqpoll-defer) echo 200 >"$SYS/irq/defer_us"; echo irqpoll >"$SYS/irq/mode" ;;
 	esac
 	echo "$2" >"$SYS/steering/mode"
-	echo "$3" >"$SYS/plugging/batching"
+	set_batching "$3"
 	echo "$4" >"$SYS/plugging/shadow_doorbells"
+}
+set_batching() { # 1, 0 or idle (batching with ring_idle)
+	if [[ $1 == idle ]]; then
+		echo 1 >"$SYS/plugging/batching"
+		echo 1 >"$SYS/plugging/ring_idle"
+	else
+		echo 0 >"$SYS/plugging/ring_idle"
+		echo "$1" >"$SYS/plugging/batching"
+	fi
 }
 
 # Verified writers until stop_io: io_uring QD16 and libaio QD8 (a flush
@@ -165,8 +174,10 @@ flip_switches() { # irq steering batching shadow
 		echo "$m" >"$SYS/steering/mode"
 		io_flows
 	done
-	echo $((1 - $3)) >"$SYS/plugging/batching"
-	io_flows
+	for m in 1 0 idle "$3"; do
+		set_batching "$m"
+		io_flows
+	done
 	echo $((1 - $4)) >"$SYS/plugging/shadow_doorbells"
 	io_flows
 	set_switches "$@"

@@ -23,7 +23,9 @@ MATRIX_POLL_QUEUES=(1 0)
 # with a deferred re-arm (defer_us=200).
 MATRIX_IRQ=(direct irqpoll irqpoll-defer)
 MATRIX_STEERING=(off ipi blk)
-MATRIX_BATCHING=(1 0)
+# batching: on, off, or on with ring_idle (a batch that finds the SQ empty
+# rings at its first command too).
+MATRIX_BATCHING=(1 0 idle)
 MATRIX_SHADOW=(1 0)
 # The events: a switch flipped mid-I/O, the resets, a CPU going offline, a
 # rebind, and each fault of fault.c (fault_bar0_doorbells acts at probe
@@ -42,7 +44,7 @@ matrix_cases() {
 			n=$((n + 1))
 			echo "$n ${MATRIX_IO_QUEUES[k % 3]} ${MATRIX_POLL_QUEUES[k % 2]}" \
 				"${MATRIX_IRQ[(k + e) % 3]} ${MATRIX_STEERING[(k + 2 * e) % 3]}" \
-				"${MATRIX_BATCHING[(k + e) % 2]} ${MATRIX_SHADOW[(k + e / 2 + 1) % 2]} $ev"
+				"${MATRIX_BATCHING[(k + e) % 3]} ${MATRIX_SHADOW[(k + e / 2 + 1) % 2]} $ev"
 		done
 	done
 }

@@ -89,6 +89,7 @@ struct ssdq_plug_stats {
 	u64 sq_db_mmio;		/* ... of which by an MMIO write */
 	u64 cq_db_updates;	/* new CQ heads published */
 	u64 cq_db_mmio;		/* ... of which by an MMIO write */
+	u64 early_rings;	/* tails published at a batch's first command */
 };
 
 /* recovery.c's counters; see Documentation/recovery.rst. */
@@ -231,6 +232,7 @@ struct ssdq_queue {
 	u16 depth;
 	u16 sq_tail;
 	u16 last_sq_tail;		/* the tail the controller was told */
+	u16 sq_head;			/* ... and its head, by the last CQE */
 	u16 cq_head;
 	u16 vector;			/* MSI-X/MSI index */
 	unsigned int irqnr;		/* its Linux irq number */
@@ -309,6 +311,7 @@ struct ssdq_dev {
 	 * (ctrl.c) that the second one uses.
 	 */
 	bool batch_doorbells;
+	bool ring_idle;
 	bool shadow_doorbells;
 	__le32 *dbbuf_dbs;
 	__le32 *dbbuf_eis;
@@ -567,7 +570,7 @@ extern const struct attribute_group ssdq_steer_attr_group;
 
 /* plug.c */
 void ssdq_plug_init(struct ssdq_dev *dev);
-bool ssdq_plug_ring_now(struct ssdq_queue *q, bool last);
+bool ssdq_plug_ring_now(struct ssdq_queue *q, bool first, bool last);
 void ssdq_plug_account_batch(struct ssdq_queue *q, unsigned int n);
 extern const struct ssdq_queue_stats ssdq_plug_stats;
 extern const struct attribute_group ssdq_plug_attr_group;

@@ -294,8 +294,7 @@ blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	sts = ssdq_prep_rq(q, bd->rq);
 	if (sts)
 		return sts;
-	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd,
-			ssdq_plug_ring_now(q, bd->last));
+	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd, bd->last);
 	return BLK_STS_OK;
 }
 
@@ -313,20 +312,20 @@ void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx)
 static void ssdq_submit_batch(struct ssdq_queue *q,
 			      struct ssdq_rq_list *batch)
 {
-	bool ring_each = ssdq_plug_ring_now(q, false);
 	struct request *req;
 	unsigned int n = 0;
+	bool first;
 
 	if (ssdq_rq_list_empty(batch))
 		return;
 	spin_lock(&q->sq_lock);
 	while ((req = ssdq_rq_list_pop(batch))) {
+		first = q->sq_tail == q->last_sq_tail;
 		ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
 		n++;
-		if (ring_each)
+		if (ssdq_plug_ring_now(q, first, ssdq_rq_list_empty(batch)))
 			ssdq_sq_ring_doorbell(q);
 	}
-	ssdq_sq_ring_doorbell(q);
 	ssdq_plug_account_batch(q, n);
 	spin_unlock(&q->sq_lock);
 }
@@ -394,6 +393,8 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 				     q->qid, cid);
 		return;
 	}
+	/* For ring_idle (plug.c): how far the controller has read the SQ. */
+	WRITE_ONCE(q->sq_head, le16_to_cpu(cqe->sq_head));
 	iod = ssdq_iod(req);
 	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
 	trace_ssdq_cqe(q, cid, iod->nvme_status);

@@ -10,11 +10,19 @@
  * the batch. No command is ever left in an SQ without its doorbell once the
  * batch ends.
  *
+ * A batch's one doorbell comes at its end: until then the controller does
+ * not know of its first command. That costs nothing while the controller is
+ * busy with earlier commands, but if it had fetched everything (the SQ was
+ * empty) it sits idle while the rest of the batch is prepared. With
+ * ring_idle, such a batch's first command gets its own doorbell, so the
+ * controller starts on it at once: at most two doorbells per batch, and
+ * still one while the controller has work queued.
+ *
  * The I/O path (io.c) asks ssdq_plug_ring_now() after each command copied;
  * the ring (queue.c) writes the doorbells, and with shadow doorbells
  * (ctrl.c configures them) may spare the MMIO write altogether.
  *
- * Switches: /sys/block/ssdqN/plugging/{batching,shadow_doorbells}
+ * Switches: /sys/block/ssdqN/plugging/{batching,ring_idle,shadow_doorbells}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/plugging, one line per queue
  */
 
@@ -27,12 +35,32 @@ void ssdq_plug_init(struct ssdq_dev *dev)
 }
 
 /*
- * A command was copied into the SQ: ring now? Only for the last of a batch,
- * unless batching is off (then every command gets its own doorbell).
+ * Had the controller fetched every command it was told of? The head in the
+ * last CQE reaped says how far it had read; a later fetch only makes the
+ * answer "yes" sooner, a stale one errs towards batching.
  */
-bool ssdq_plug_ring_now(struct ssdq_queue *q, bool last)
+static bool ssdq_plug_sq_was_empty(struct ssdq_queue *q)
 {
-	return last || !READ_ONCE(q->dev->batch_doorbells);
+	return READ_ONCE(q->sq_head) == q->last_sq_tail;
+}
+
+/*
+ * A command was copied into the SQ (caller holds sq_lock): ring now? For
+ * the last of a batch; for every command if batching is off; and with
+ * ring_idle, for the first of a batch (@first: no command before it waits
+ * for a doorbell) that finds the SQ empty.
+ */
+bool ssdq_plug_ring_now(struct ssdq_queue *q, bool first, bool last)
+{
+	struct ssdq_dev *dev = q->dev;
+
+	if (last || !READ_ONCE(dev->batch_doorbells))
+		return true;
+	if (first && READ_ONCE(dev->ring_idle) && ssdq_plug_sq_was_empty(q)) {
+		q->plug.early_rings++;
+		return true;
+	}
+	return false;
 }
 
 /* A plug list's run for one queue went in under one lock hold. */
@@ -56,14 +84,17 @@ static int ssdq_plug_set_shadow(struct ssdq_dev *dev, unsigned int on)
 
 static struct ssdq_attr ssdq_plug_batching =
 	SSDQ_ATTR_BOOL(batching, "plugging", batch_doorbells, NULL);
+static struct ssdq_attr ssdq_plug_ring_idle =
+	SSDQ_ATTR_BOOL(ring_idle, "plugging", ring_idle, NULL);
 static struct ssdq_attr ssdq_plug_shadow_doorbells =
 	SSDQ_ATTR_BOOL(shadow_doorbells, "plugging", shadow_doorbells,
 		       ssdq_plug_set_shadow);
 
 SSDQ_ATTR_GROUP(ssdq_plug_attr_group, "plugging",
 		&ssdq_plug_batching.dattr.attr,
+		&ssdq_plug_ring_idle.dattr.attr,
 		&ssdq_plug_shadow_doorbells.dattr.attr);
 
 const struct ssdq_queue_stats ssdq_plug_stats =
 	SSDQ_QUEUE_STATS("plugging", plug, struct ssdq_plug_stats,
-			 "qid submitted batches max_batch sq_db_updates sq_db_mmio cq_db_updates cq_db_mmio");
+			 "qid submitted batches max_batch sq_db_updates sq_db_mmio cq_db_updates cq_db_mmio early_rings");

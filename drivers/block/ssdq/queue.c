@@ -105,6 +105,7 @@ void ssdq_queue_reset_rings(struct ssdq_queue *q)
 	spin_lock(&q->cq_poll_lock);
 	q->sq_tail = 0;
 	q->last_sq_tail = 0;
+	q->sq_head = 0;
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cqes, 0, ssdq_cq_bytes(q->depth));
@@ -187,13 +188,19 @@ void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
 	q->last_sq_tail = q->sq_tail;
 }
 
-/* One command; the doorbell waits, unless @ring, for more to come. */
+/*
+ * One command; unless it is the @last of its batch, the doorbell may wait
+ * for more to come (ssdq_plug_ring_now() decides).
+ */
 void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
-		     bool ring)
+		     bool last)
 {
+	bool first;
+
 	spin_lock(&q->sq_lock);
+	first = q->sq_tail == q->last_sq_tail;
 	ssdq_sq_copy_cmd(q, cmd);
-	if (ring)
+	if (ssdq_plug_ring_now(q, first, last))
 		ssdq_sq_ring_doorbell(q);
 	spin_unlock(&q->sq_lock);
 }
