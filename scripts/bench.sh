@@ -30,7 +30,7 @@ done
 [[ $quick == 0 || $quick == 1 ]] || die "QUICK must be 0 or 1, not '$quick'"
 # The VM timeout bounds the whole guest part (vm.sh kills QEMU after it).
 if [[ -z $timeout ]]; then
-	timeout=${SSDQ_BENCH_TIMEOUT:-$((quick ? 480 : 2700))}
+	timeout=${SSDQ_BENCH_TIMEOUT:-$((quick ? 600 : 3600))}
 fi
 
 # Charts need gnuplot; install it when we may, else report without charts.
