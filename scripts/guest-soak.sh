@@ -26,7 +26,7 @@ IO_TIMEOUT=4
 # The events a run may see: every switch, and every fault of fault.c that
 # loses no data (media_errors and fail_disable fail I/O by design;
 # refuse_dbbuf and slow_enable_ms act at the next reset, fatal_status at
-# the next timeout).
+# the next timeout, which a dropped completion armed with it brings).
 SWITCH_EVENTS=(batching shadow_doorbells steering irq_mode defer_us budget)
 FAULT_EVENTS=(drop_completions drop_irqs delay_completions abort_completions
 	retry_completions bad_cids drop_admin_completions fatal_status refuse_dbbuf
@@ -91,8 +91,21 @@ event() {
 		fi
 		;;
 	slow_enable_ms) pick 0 500 1500; v=$P; echo "$v" >"$FAULT/$e" ;;
-	# They act at the next timeout or reset, on no request of their own.
-	fatal_status | refuse_dbbuf) echo 1 >"$FAULT/$e" ;;
+	fatal_status)
+		# It acts at the next timeout: bring one, a dropped completion
+		# (armed alone, it waited for a timeout that seldom came). Not
+		# beside another fault, for the same reason as above.
+		if faults_pending; then
+			v=skipped
+		else
+			echo 1 >"$FAULT/$e"
+			strike drop_completions || v=unspent
+			wait_until $((2 * IO_TIMEOUT + 5)) fault_spent "$e" || { echo 0 >"$FAULT/$e"; v=unspent; }
+			settle timeout
+		fi
+		;;
+	# It acts at the next reset, on no request of its own.
+	refuse_dbbuf) echo 1 >"$FAULT/$e" ;;
 	drop_completions | drop_irqs | abort_completions | retry_completions | bad_cids)
 		strike "$e" || v=unspent
 		settle timeout

@@ -416,9 +416,19 @@ dev_cmp() { # dev off len file what
 run_fio() {
 	local tag=$1 want_w=$2 want_r=$3 rc=0
 	shift 3
-	local json=$T_DIR/fio-$tag.json errf=$T_DIR/fio-$tag.err
 	log "fio $tag: $*"
-	fio --output-format=json --output="$json" --verify_state_save=0 "$@" 2>"$errf" || rc=$?
+	fio --output-format=json --output="$T_DIR/fio-$tag.json" --verify_state_save=0 "$@" \
+		2>"$T_DIR/fio-$tag.err" || rc=$?
+	fio_check "$tag" "$want_w" "$want_r" "$rc"
+}
+
+# Judge a finished fio run (its output in $T_DIR/fio-TAG.json and .err):
+# exit status RC 0, no verify complaint, no job error, and at least WANT_W
+# bytes written and WANT_R read ("-": any amount). Leaves the JSON alone,
+# without fio's notes, in $T_DIR/fio-TAG.json.clean.
+fio_check() { # tag want_w want_r rc
+	local tag=$1 want_w=$2 want_r=$3 rc=$4
+	local json=$T_DIR/fio-$tag.json errf=$T_DIR/fio-$tag.err
 	if ((rc != 0)); then
 		fail "fio $tag exited $rc: $(grep -v '^$' "$errf" | head -n3 | tr '\n' ' ')"
 	fi
@@ -432,9 +442,8 @@ run_fio() {
 	# JSON document in the same file. One jq for all three sums: every
 	# process counts on the debug kernel.
 	sed -n '/^{/,$p' "$json" >"$json.clean"
-	json=$json.clean
 	read -r errs w r < <(jq -r '[([.jobs[].error] | add), ([.jobs[].write.io_bytes] | add),
-		([.jobs[].read.io_bytes] | add)] | map(tostring) | join(" ")' "$json") ||
+		([.jobs[].read.io_bytes] | add)] | map(tostring) | join(" ")' "$json.clean") ||
 		fail "fio $tag: unreadable JSON output"
 	assert_eq "fio $tag job errors" "$errs" 0
 	log "fio $tag: wrote $w bytes, read $r bytes"
