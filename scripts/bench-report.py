@@ -225,26 +225,39 @@ def compare(runs, a, b):
     """Side A vs side B of one job: medians, and the ratio A/B round by
     round (pairs). A crossover round's ratio is the geometric mean of its
     two layouts: what the two controllers differ by multiplies one and
-    divides the other, and cancels. That difference itself, the slot
-    effect, is the square root of their quotient: how much higher the
-    figure was on the first controller than on the second, for both
-    drivers alike (1.00: the slots are equal)."""
+    divides the other, and cancels. A round that lost one layout's run is
+    left out rather than let that difference back in (rounds_incomplete).
+    The difference itself, the slot effect, is the square root of the two
+    layouts' quotient, geometric mean over rounds: how much higher the
+    figure was on A's first controller (the one A starts on: ssdq's own)
+    than on the other, for both drivers alike (1.00: the slots are equal).
+    The pair order flips with the layout inside a round, and which order
+    goes with which layout alternates between rounds, so over an even
+    number of rounds the order's own effect cancels from it too."""
     rounds = sorted({r["round"] for r in runs})
+    mine = sorted((r for r in runs if r["side"] == a and r.get("slot")), key=lambda r: r["seq"])
+    slots = list(dict.fromkeys(r["slot"] for r in mine))
+    crossover = len(slots) == 2
     out = {}
     for k in METRICS:
         va = [r["m"][k] for r in runs if r["side"] == a and r["ok"]]
         vb = [r["m"][k] for r in runs if r["side"] == b and r["ok"]]
         per = [layout_ratios(runs, a, b, k, rnd) for rnd in rounds]
+        if crossover:
+            whole = [p for p in per if slots[0] in p and slots[1] in p]
+            incomplete = sum(1 for p in per if p) - len(whole)
+            per = whole
+        else:
+            incomplete = 0
         ratios = [gmean(list(p.values())) for p in per if p]
-        slots = sorted({s for p in per for s in p if s})
         effect = None
-        if len(slots) == 2:
-            effect = gmean([math.sqrt(p[slots[0]] / p[slots[1]]) for p in per
-                            if slots[0] in p and slots[1] in p])
+        if crossover and per:
+            effect = gmean([math.sqrt(p[slots[0]] / p[slots[1]]) for p in per])
         gm, lo, hi = ratio_interval(ratios)
         out[k] = {"a": median(va), "b": median(vb), "a_values": va, "b_values": vb,
                   "ratios": ratios, "ratio": median(ratios), "gmean": gm, "lo": lo, "hi": hi,
-                  "slot_effect": effect, "slots": slots if effect else None}
+                  "slot_effect": effect, "slots": slots if effect else None,
+                  "rounds_incomplete": incomplete}
     return out
 
 
@@ -314,6 +327,7 @@ def verdicts(cmp, calib):
                         "ratio": m["gmean"], "lo": lo, "hi": hi, "ratios": m["ratios"],
                         "standing": standing(better, lo, hi), "pass": met,
                         "slot_effect": m.get("slot_effect"), "slots": m.get("slots"),
+                        "rounds_incomplete": m.get("rounds_incomplete") or 0,
                         "control_nvme": control(calib, c["job"], "nvme", metric),
                         "control_ssdq": control(calib, c["job"], "ssdq", metric)})
     return out
@@ -699,7 +713,7 @@ def halfwidth(v):
 def section_targets(res):
     g = res["guest"]
     out = ["## Targets", "",
-           f"ssdq/nvme per job: the geometric mean of the round ratios over {q(g.get('rounds'))} rounds and its 95% confidence interval (Student's t on the log ratios; rounds are the independent samples). Each round is a crossover: every pair runs twice, the second time with the two drivers swapped between the controllers, and the round's ratio is the geometric mean of the two, so a difference between the controllers themselves cancels. **ahead / behind** means the whole interval is on one side of 1.00, otherwise **not distinguishable**. A target is met when the interval's low end (high end for latency, CPU and memory) is on the target's side. The A/A columns are the controls of the same job in the same boot, nvme against nvme and ssdq against ssdq on the two slots: how far from 1.00 the slots and the noise alone move a ratio. The slot column is what the crossover cancelled: the figure on 00:04.0 over the figure on 00:05.0, for either driver.",
+           f"ssdq/nvme per job: the geometric mean of the round ratios over {q(g.get('rounds'))} rounds and its 95% confidence interval (Student's t on the log ratios; rounds are the independent samples). Each round is a crossover: every pair runs twice, the second time with the two drivers swapped between the controllers, and the round's ratio is the geometric mean of the two, so a difference between the controllers themselves cancels. **ahead / behind** means the whole interval is on one side of 1.00, otherwise **not distinguishable**. A target is met when the interval's low end (high end for latency, CPU and memory) is on the target's side. The A/A columns are the controls of the same job in the same boot, nvme against nvme and ssdq against ssdq on the two slots: how far from 1.00 the slots and the noise alone move a ratio. The slot column is what the crossover cancelled: the figure on ssdq's own controller (00:04.0) over the figure on the other, for either driver. A round that lost one layout's run counts as missing, not as half a crossover.",
            "",
            "| job | metric | nvme | ssdq | ssdq/nvme | 95% interval | standing | A/A nvme | A/A ssdq | slot | target | result |",
            "|---|---|---:|---:|---:|---|---|---|---|---:|---|---|"]
@@ -719,6 +733,10 @@ def section_targets(res):
         out.append(f"**{len(short)} of {judged} targets not met:** "
                    + "; ".join(f"{v['job']} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
                                for v in short) + ".")
+    gaps = [v for v in res["verdicts"] if v.get("rounds_incomplete")]
+    if gaps:
+        out.append("Rounds left out because one layout's run failed: "
+                   + "; ".join(f"{v['job']} {mlabel(v['metric'])} ({v['rounds_incomplete']})" for v in gaps) + ".")
     na = [v for v in res["verdicts"] if v["pass"] is None]
     if na:
         out.append("Not judged: " + "; ".join(f"{v['job']} {mlabel(v['metric'])}" for v in na) + ".")

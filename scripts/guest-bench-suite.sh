@@ -257,17 +257,21 @@ home_slots() {
 # R crossover rounds of ssdq against nvme over the given jobs: each round
 # runs every job on both sides in one layout, then swaps the drivers'
 # slots and runs them all again (A B, B A, A B, ...: one swap per round).
-# The pair order flips with each half, so neither side is always second.
+# The pair order flips with each half too, so within a round neither the
+# slots nor going second favour a side; and which layout goes with ssdq
+# first alternates between rounds, so the slot effect the report derives
+# from the two layouts is not the order's effect in disguise.
 crossover_rounds() { # section variant job-spec...
-	local section=$1 variant=$2 r half j name qd args s
+	local section=$1 variant=$2 r half layout j name qd args s
 	shift 2
 	RUN_TOTAL=$((RUN_TOTAL + 4 * ROUNDS * $#))
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for half in 0 1; do
 			((half == 0)) || swap_slots
+			layout=$(((r - 1 + half) % 2))
 			for j in "$@"; do
 				IFS='|' read -r name qd args <<<"$j"
-				for s in $(pair_order $((r + half)) ssdq nvme); do
+				for s in $(pair_order $((layout + r)) ssdq nvme); do
 					# shellcheck disable=SC2086 # args are fio options
 					measure_run "$section" "$name" "$s" "$variant" "$qd" "$r" "$RT" "$RAMP" $args
 				done

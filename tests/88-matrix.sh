@@ -320,6 +320,9 @@ run_case() { # n io_queues poll_queues irq steering batching shadow event
 	esac
 	alive
 	echo "$n $LOADED ${sw[*]} $ev $((SECONDS - t0))s" >>"$T_DIR/cases"
+	# Shadow doorbells stay refused until a load: a case replayed after
+	# this one (SSDQ_MATRIX_CASES) gets a fresh one.
+	[[ $ev != refuse_dbbuf ]] || LOADED=
 }
 
 # The cases asked for: all, or those SSDQ_MATRIX_CASES names, in its order

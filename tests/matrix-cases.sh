@@ -44,7 +44,7 @@ matrix_cases() {
 			n=$((n + 1))
 			echo "$n ${MATRIX_IO_QUEUES[k % 3]} ${MATRIX_POLL_QUEUES[k % 2]}" \
 				"${MATRIX_IRQ[(k + e) % 3]} ${MATRIX_STEERING[(k + 2 * e) % 3]}" \
-				"${MATRIX_BATCHING[(k + e) % 3]} ${MATRIX_SHADOW[(k + e / 2 + 1) % 2]} $ev"
+				"${MATRIX_BATCHING[(k + e / 3) % 3]} ${MATRIX_SHADOW[(k + e / 2 + 1) % 2]} $ev"
 		done
 	done
 }

@@ -233,6 +233,7 @@ struct ssdq_queue {
 	u16 sq_tail;
 	u16 last_sq_tail;		/* the tail the controller was told */
 	u16 sq_head;			/* ... and its head, by the last CQE */
+	bool rang_early;		/* ring_idle rang in the batch going in */
 	u16 cq_head;
 	u16 vector;			/* MSI-X/MSI index */
 	unsigned int irqnr;		/* its Linux irq number */

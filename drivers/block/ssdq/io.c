@@ -305,6 +305,7 @@ void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx)
 
 	spin_lock(&q->sq_lock);
 	ssdq_sq_ring_doorbell(q);
+	q->rang_early = false;		/* the batch ends here */
 	spin_unlock(&q->sq_lock);
 }
 

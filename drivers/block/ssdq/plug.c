@@ -48,15 +48,21 @@ static bool ssdq_plug_sq_was_empty(struct ssdq_queue *q)
  * A command was copied into the SQ (caller holds sq_lock): ring now? For
  * the last of a batch; for every command if batching is off; and with
  * ring_idle, for the first of a batch (@first: no command before it waits
- * for a doorbell) that finds the SQ empty.
+ * for a doorbell) that finds the SQ empty. Once per batch: after the early
+ * ring the next command is "first" again, and the controller may have
+ * fetched the first one already.
  */
 bool ssdq_plug_ring_now(struct ssdq_queue *q, bool first, bool last)
 {
 	struct ssdq_dev *dev = q->dev;
 
-	if (last || !READ_ONCE(dev->batch_doorbells))
+	if (last || !READ_ONCE(dev->batch_doorbells)) {
+		q->rang_early = false;
 		return true;
-	if (first && READ_ONCE(dev->ring_idle) && ssdq_plug_sq_was_empty(q)) {
+	}
+	if (first && !q->rang_early && READ_ONCE(dev->ring_idle) &&
+	    ssdq_plug_sq_was_empty(q)) {
+		q->rang_early = true;
 		q->plug.early_rings++;
 		return true;
 	}

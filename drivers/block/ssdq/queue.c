@@ -106,6 +106,7 @@ void ssdq_queue_reset_rings(struct ssdq_queue *q)
 	q->sq_tail = 0;
 	q->last_sq_tail = 0;
 	q->sq_head = 0;
+	q->rang_early = false;
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cqes, 0, ssdq_cq_bytes(q->depth));
