@@ -490,8 +490,7 @@ void ssdq_queue_reset_rings(struct ssdq_queue *q);
 void ssdq_queue_set_dbbuf(struct ssdq_queue *q, __le32 *dbs, __le32 *eis);
 void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
 void ssdq_sq_ring_doorbell(struct ssdq_queue *q);
-void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
-		     bool ring);
+void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
 void ssdq_cq_ring_doorbell(struct ssdq_queue *q);
 
 static inline bool ssdq_cq_pending(struct ssdq_queue *q)

@@ -315,7 +315,7 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 	reinit_completion(&dev->admin_done);
 	cmd->common.command_id = dev->admin_cid;
 
-	ssdq_submit_cmd(aq, cmd, true);
+	ssdq_submit_cmd(aq, cmd);
 
 	if (!wait_for_completion_timeout(&dev->admin_done, timeout)) {
 		/* Perhaps only the interrupt got lost. */

@@ -285,6 +285,20 @@ static blk_status_t ssdq_prep_rq(struct ssdq_queue *q, struct request *req)
 
 /* ---- submit: into the SQ, and the doorbell */
 
+/*
+ * Copy a prepared request into the SQ; unless it is the @last of its batch,
+ * the doorbell may wait for more to come (plug.c decides). Caller holds
+ * q->sq_lock.
+ */
+static void ssdq_sq_add(struct ssdq_queue *q, struct request *req, bool last)
+{
+	bool first = q->sq_tail == q->last_sq_tail;
+
+	ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
+	if (ssdq_plug_ring_now(q, first, last))
+		ssdq_sq_ring_doorbell(q);
+}
+
 blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 			   const struct blk_mq_queue_data *bd)
 {
@@ -294,7 +308,9 @@ blk_status_t ssdq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	sts = ssdq_prep_rq(q, bd->rq);
 	if (sts)
 		return sts;
-	ssdq_submit_cmd(q, &ssdq_iod(bd->rq)->cmd, bd->last);
+	spin_lock(&q->sq_lock);
+	ssdq_sq_add(q, bd->rq, bd->last);
+	spin_unlock(&q->sq_lock);
 	return BLK_STS_OK;
 }
 
@@ -315,17 +331,13 @@ static void ssdq_submit_batch(struct ssdq_queue *q,
 {
 	struct request *req;
 	unsigned int n = 0;
-	bool first;
 
 	if (ssdq_rq_list_empty(batch))
 		return;
 	spin_lock(&q->sq_lock);
 	while ((req = ssdq_rq_list_pop(batch))) {
-		first = q->sq_tail == q->last_sq_tail;
-		ssdq_sq_copy_cmd(q, &ssdq_iod(req)->cmd);
+		ssdq_sq_add(q, req, ssdq_rq_list_empty(batch));
 		n++;
-		if (ssdq_plug_ring_now(q, first, ssdq_rq_list_empty(batch)))
-			ssdq_sq_ring_doorbell(q);
 	}
 	ssdq_plug_account_batch(q, n);
 	spin_unlock(&q->sq_lock);

@@ -189,20 +189,12 @@ void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
 	q->last_sq_tail = q->sq_tail;
 }
 
-/*
- * One command; unless it is the @last of its batch, the doorbell may wait
- * for more to come (ssdq_plug_ring_now() decides).
- */
-void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd,
-		     bool last)
+/* One command, and its doorbell (the admin queue's way). */
+void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 {
-	bool first;
-
 	spin_lock(&q->sq_lock);
-	first = q->sq_tail == q->last_sq_tail;
 	ssdq_sq_copy_cmd(q, cmd);
-	if (ssdq_plug_ring_now(q, first, last))
-		ssdq_sq_ring_doorbell(q);
+	ssdq_sq_ring_doorbell(q);
 	spin_unlock(&q->sq_lock);
 }
 
