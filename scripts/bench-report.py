@@ -150,7 +150,7 @@ METRICS = ["iops", "mibs", "p50_us", "p99_us", "p999_us", "mean_us", "cpu_us_per
            "ipi_per_io"]
 SSDQ_METRICS = ["cmds_per_batch", "drv_sqdb_mmio_per_io", "drv_cqdb_mmio_per_io",
                 "remote_per_io", "ipis_per_io", "irq_rounds_per_io", "irq_polled_per_io",
-                "irq_budget_exhausted_per_io"]
+                "irq_budget_exhausted_per_io", "irq_deferred_per_io"]
 CPU_BUSY = ["cpu_user", "cpu_nice", "cpu_system", "cpu_irq", "cpu_softirq", "cpu_steal"]
 CPU_ALL = CPU_BUSY + ["cpu_idle", "cpu_iowait"]
 USER_HZ_US = 10000  # /proc/stat ticks are USER_HZ (100/s)
@@ -196,6 +196,8 @@ def derive(run, tc, fs):
         "irq_polled_per_io": div(c.get("irq_polled"), c.get("plugging_submitted")),
         "irq_budget_exhausted_per_io": div(c.get("irq_budget_exhausted"),
                                            c.get("plugging_submitted")),
+        # Rounds the deferral timer ran: each is a (timer) interrupt too.
+        "irq_deferred_per_io": div(c.get("irq_deferred"), c.get("plugging_submitted")),
     }
     return r
 
@@ -502,7 +504,7 @@ def results(d):
 
 
 ABL_VARIANTS = ["nvme", "default", "batching-off", "ring-idle", "shadow-off", "irq-direct", "irq-irqpoll",
-                "irq-irqpoll-defer", "steer-off", "steer-ipi", "steer-blk"]
+                "irq-irqpoll-defer", "irq-adaptive", "steer-off", "steer-ipi", "steer-blk"]
 
 
 def aliases(res):
@@ -595,7 +597,7 @@ def charts(d, res):
     # "default" stands in for irq-direct only when irq-direct is absent.
     direct = "irq-direct" if any(a["variant"] == aliases(res).get("irq-direct", "irq-direct")
                                  for a in res["ablations"]) else "default"
-    chart_ablation(d, res, "irq_per_io", ["nvme", direct, "irq-irqpoll", "irq-irqpoll-defer"],
+    chart_ablation(d, res, "irq_per_io", ["nvme", direct, "irq-irqpoll", "irq-irqpoll-defer", "irq-adaptive"],
                    "Interrupts per I/O by mode and queue depth (4k randread, 1 job; /proc/interrupts)",
                    "interrupts per I/O")
     chart_ablation(d, res, "sqdb_per_io", ["nvme", "default", "batching-off", "ring-idle", "shadow-off"],
@@ -886,8 +888,8 @@ ABL_GROUPS = [
     ("Doorbell batching (one SQ doorbell per plug batch vs per command; ring-idle: also at a batch's first command when the SQ was empty)",
      ["nvme", "default", "batching-off", "ring-idle"], "batching"),
     ("Shadow doorbells", ["nvme", "default", "shadow-off"], "shadow"),
-    ("Interrupt mode: direct, irqpoll, irqpoll with deferred re-arm",
-     ["nvme", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer"], "nterrupt mode"),
+    ("Interrupt mode: direct, irqpoll, irqpoll with deferred re-arm, adaptive",
+     ["nvme", "irq-direct", "irq-irqpoll", "irq-irqpoll-defer", "irq-adaptive"], "nterrupt mode"),
 ]
 
 
@@ -901,8 +903,8 @@ def abl_group(res, title, variants, match):
     have = sum(any(a["variant"] == alias.get(v, v) for a in A) for v in variants)
     if have <= 1:
         return out + ["No runs.", ""]
-    out += ["| QD | variant | IOPS | vs default | p50 us | p99 us | IRQ/IO | MSI-X/IO | SQ db/IO | CQ db/IO | CPU us/IO | cmds/batch |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out += ["| QD | variant | IOPS | vs default | p50 us | p99 us | IRQ/IO | timer/IO | MSI-X/IO | SQ db/IO | CQ db/IO | CPU us/IO | cmds/batch |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [(v, alias.get(v, v), a["qd"]) for v in variants
             for a in A if a["variant"] == alias.get(v, v)]
     for v, s, qd in sorted(rows, key=lambda r: r[2]):
@@ -912,7 +914,7 @@ def abl_group(res, title, variants, match):
         out.append(row(str(qd), v + (f" (= {s})" if s != v else ""), fmt(m["iops"]),
                        r2(m["iops"] / d) if d is not None and m["iops"] is not None else "n/a",
                        fmt(m["p50_us"]), fmt(m["p99_us"]), fmt(m["irq_per_io"]),
-                       fmt(m["msix_per_io"]), fmt(m["sqdb_per_io"]), fmt(m["cqdb_per_io"]),
+                       fmt(m.get("irq_deferred_per_io")), fmt(m["msix_per_io"]), fmt(m["sqdb_per_io"]), fmt(m["cqdb_per_io"]),
                        fmt(m["cpu_us_per_io"]), fmt(m["cmds_per_batch"])))
     return out + [""]
 
@@ -920,7 +922,7 @@ def abl_group(res, title, variants, match):
 def section_ablations(res, have):
     g = res["guest"]
     out = ["## Ablations of ssdq's techniques", "",
-           f"4k random read, one fio job pinned to one CPU, at each queue depth; medians over {q(g.get('abl_rounds'))} round(s), variant order rotated each round. \"vs default\" = variant IOPS / ssdq default IOPS at the same depth. nvme is the reference row. Doorbells and MSI-X are QEMU's counts; \"cmds/batch\" is ssdq's own counter (commands per ->queue_rqs plug list).",
+           f"4k random read, one fio job pinned to one CPU, at each queue depth; medians over {q(g.get('abl_rounds'))} round(s), variant order rotated each round. \"vs default\" = variant IOPS / ssdq default IOPS at the same depth. nvme is the reference row. Doorbells and MSI-X are QEMU's counts; IRQ/IO counts the device's vectors in /proc/interrupts; \"timer/IO\" (ssdq's counter) the rounds its deferral timer ran, each a timer interrupt that the IRQ/IO column does not see; \"cmds/batch\" is ssdq's own counter (commands per ->queue_rqs plug list).",
            ""]
     for title, variants, match in ABL_GROUPS:
         out += abl_group(res, title, variants, match)

@@ -454,6 +454,13 @@ plan_ablations() {
 		fi
 	done
 	[[ -z $dd ]] || ABL_VARIANTS+=("irq-irqpoll-defer|ssdq|irq/mode=irqpoll$dd")
+	if [[ $(knob_get irq/mode) != *adaptive* ]]; then
+		unavailable "adaptive interrupt moderation" "irq/mode has no adaptive"
+	elif same_as_defaults "irq/mode=adaptive"; then
+		note_json alias irq-adaptive default
+	else
+		ABL_VARIANTS+=("irq-adaptive|ssdq|irq/mode=adaptive$d0")
+	fi
 }
 
 # One depth sweep over VARIANTS (array name), rotating their order by round.
