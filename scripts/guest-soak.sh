@@ -68,7 +68,7 @@ event() {
 		echo "$v" >"$SW/plugging/shadow_doorbells" 2>/dev/null || v="$v-refused"
 		;;
 	steering) pick off ipi blk; v=$P; echo "$v" >"$SW/steering/mode" ;;
-	irq_mode) pick direct irqpoll; v=$P; echo "$v" >"$SW/irq/mode" ;;
+	irq_mode) pick direct irqpoll adaptive; v=$P; echo "$v" >"$SW/irq/mode" ;;
 	defer_us) pick 0 0 200 2000; v=$P; echo "$v" >"$SW/irq/defer_us" ;;
 	budget) pick 4 64 256; v=$P; echo "$v" >"$SW/irq/budget" ;;
 	delay_completions)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # matrix: every value of every switch against every event, pairwise
-# (tests/matrix-cases.sh makes the 51 cases; Documentation/testing.rst
-# lists them). Three module loads, one per value of the load-time switches
+# (tests/matrix-cases.sh makes the 68 cases; Documentation/testing.rst
+# lists them). Four module loads, one per round of the load-time switches
 # (io_queues one per CPU, 1, or uneven on 4 vCPUs; poll_queues 0 or 1),
 # then per case: the runtime switches set (irq mode, steering, batching,
 # shadow doorbells), verified I/O started (io_uring and libaio writers with
@@ -78,6 +78,7 @@ set_switches() { # irq steering batching shadow
 	direct) echo 0 >"$SYS/irq/defer_us"; echo direct >"$SYS/irq/mode" ;;
 	irqpoll) echo 0 >"$SYS/irq/defer_us"; echo irqpoll >"$SYS/irq/mode" ;;
 	irqpoll-defer) echo 200 >"$SYS/irq/defer_us"; echo irqpoll >"$SYS/irq/mode" ;;
+	adaptive) echo 0 >"$SYS/irq/defer_us"; echo adaptive >"$SYS/irq/mode" ;;
 	esac
 	echo "$2" >"$SYS/steering/mode"
 	set_batching "$3"
@@ -157,7 +158,7 @@ wait_count() { # counter min what
 # A switch flipped to each other value mid-I/O, then back.
 flip_switches() { # irq steering batching shadow
 	local m
-	for m in direct irqpoll irqpoll-defer "$1"; do
+	for m in direct irqpoll irqpoll-defer adaptive "$1"; do
 		set_switches "$m" "$2" "$3" "$4"
 		io_flows
 	done

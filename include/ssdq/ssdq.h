@@ -148,11 +148,24 @@ struct ssdq_irq_stats {
 	u64 budget_exhausted;		/* ... that reaped a whole budget */
 	u64 polled;			/* CQEs reaped by ->poll */
 	u64 deferred;			/* rounds run by the re-arm timer */
+	u64 level;			/* adaptive: deferral level now */
+	u64 steps;			/* adaptive: level changes */
 };
 
 enum ssdq_irq_mode {
 	SSDQ_IRQ_DIRECT,
 	SSDQ_IRQ_IRQPOLL,
+	SSDQ_IRQ_ADAPTIVE,
+};
+
+/* irq.c's adaptive moderation: the window it measures, the last one's. */
+struct ssdq_moder {
+	u64 start_ns;			/* this window began */
+	u64 start_events;		/* interrupts + deferred rounds then */
+	u64 start_completions;
+	u32 prev_cps;			/* last window: completions per s */
+	u32 prev_cpe;			/* ... per 100 events */
+	int step;			/* +1 more deferral, -1 less */
 };
 
 enum ssdq_steer_mode {
@@ -224,6 +237,8 @@ struct ssdq_queue {
 	struct hrtimer defer_timer;	/* deferred re-arm: next look */
 	bool deferring;			/* ... is armed, vector masked */
 	unsigned int defer_empty;	/* empty deferred rounds in a row */
+	struct ssdq_moder moder;	/* adaptive mode */
+	u64 reaped;			/* CQEs consumed; see ssdq_queue_busy() */
 	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
 	bool in_irqpoll;		/* vector masked, irq_poll reaps */
 	u8 reaper;			/* enum ssdq_reaper, for tracing */
@@ -529,8 +544,10 @@ ssdq_cq_reap(struct ssdq_queue *q, int budget,
 		ssdq_cq_advance(q);
 		found++;
 	}
-	if (found)
+	if (found) {
 		ssdq_cq_ring_doorbell(q);
+		q->reaped += found;
+	}
 	return found;
 }
 

@@ -14,6 +14,10 @@
  *            interrupt at all, and the CPU is free for the submitter in
  *            between. After defer_rounds deferred rounds in a row find the
  *            CQ empty, the vector is unmasked.
+ *   adaptive each queue moves between the two by itself: direct while
+ *            deferring gains nothing, irqpoll with a deferral it picks
+ *            from a short ladder when that reaps more per interrupt
+ *            without reaping less per second (ssdq_moder_decide()).
  * A completion never waits for an interrupt that will not come: the unmask
  * path looks at the CQ again, and an interrupt that arrived while masked is
  * replayed by the IRQ core when the vector is unmasked.
@@ -25,6 +29,7 @@
  * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us,defer_rounds}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
  */
+#include <linux/math64.h>
 #include <linux/interrupt.h>
 #include <linux/irq_poll.h>
 #include <linux/pci.h>
@@ -42,8 +47,24 @@
 static const char * const ssdq_irq_mode_names[] = {
 	[SSDQ_IRQ_DIRECT]	= "direct",
 	[SSDQ_IRQ_IRQPOLL]	= "irqpoll",
+	[SSDQ_IRQ_ADAPTIVE]	= "adaptive",
 	NULL
 };
+
+/*
+ * Adaptive moderation, learned from lib/dim's rdma_dim (which the RDMA core
+ * pairs with irq_poll in drivers/infiniband/core/cq.c) but kept here: lib/dim
+ * is not built into every kernel ssdq supports. Each queue has a level, an
+ * index into this ladder of deferrals; level 0 is direct mode. Every
+ * SSDQ_MODER_EVENTS events (interrupts and deferred rounds: each costs the
+ * CPU an interrupt) the queue compares the window's completions per second,
+ * then its completions per event, with the last window's, and keeps stepping
+ * the way that helped or turns back. The levels are short next to an SSD's
+ * service time, so a step costs little latency.
+ */
+static const unsigned int ssdq_moder_defer_us[] = { 0, 8, 16, 32, 64, 128 };
+#define SSDQ_MODER_LEVELS	ARRAY_SIZE(ssdq_moder_defer_us)
+#define SSDQ_MODER_EVENTS	128
 
 /* The switches' defaults: direct mode, no deferral. */
 void ssdq_irq_init(struct ssdq_dev *dev)
@@ -52,6 +73,103 @@ void ssdq_irq_init(struct ssdq_dev *dev)
 	dev->irq_budget = SSDQ_IRQ_DEFAULT_BUDGET;
 	dev->irq_defer_us = 0;
 	dev->irq_defer_rounds = SSDQ_IRQ_DEFAULT_DEFER_ROUNDS;
+}
+
+/*
+ * Commands submitted and not yet reaped. The submitter's count is read
+ * without its lock: a command added just after is one this reaper would
+ * not have waited for anyway, and its completion interrupts.
+ */
+static bool ssdq_queue_busy(struct ssdq_queue *q)
+{
+	return READ_ONCE(q->plug.submitted) != q->reaped;
+}
+
+/* 1 if @cur is better than @prev by more than 1/@frac of it, -1 if worse. */
+static int ssdq_moder_cmp(u32 cur, u32 prev, unsigned int frac)
+{
+	if (!prev || abs((s64)cur - prev) * frac <= prev)
+		return 0;
+	return cur > prev ? 1 : -1;
+}
+
+/*
+ * One window's verdict: throughput first, then completions per event. A
+ * deferral has to keep earning its place: when neither moved, the queue
+ * steps back toward direct, so a light load (one completion per event
+ * whatever the level) or a gain that was only noise ends up there.
+ */
+static void ssdq_moder_decide(struct ssdq_queue *q, u32 cps, u32 cpe)
+{
+	struct ssdq_moder *m = &q->moder;
+	unsigned int level = q->irq.level;
+	int cmp;
+
+	cmp = ssdq_moder_cmp(cps, m->prev_cps, 16);
+	if (!cmp)
+		cmp = ssdq_moder_cmp(cpe, m->prev_cpe, 10);
+	if (cmp < 0)
+		m->step = -m->step;
+	if (cmp) {
+		if ((m->step < 0 && level == 0) ||
+		    (m->step > 0 && level == SSDQ_MODER_LEVELS - 1))
+			m->step = -m->step;
+		level += m->step;
+	} else if (level) {
+		level--;
+		m->step = -1;
+	}
+	m->prev_cps = cps;
+	m->prev_cpe = cpe;
+	if (level != q->irq.level) {
+		WRITE_ONCE(q->irq.level, level);
+		q->irq.steps++;
+	}
+	trace_ssdq_moder(q, cps, cpe, level, m->step);
+}
+
+/*
+ * After each reap in adaptive mode: close the window once it holds enough
+ * events. Only the queue's current reaper calls this, so the state needs
+ * no lock of its own.
+ */
+static void ssdq_moder_update(struct ssdq_queue *q)
+{
+	struct ssdq_moder *m = &q->moder;
+	u64 events = q->irq.interrupts + q->irq.deferred;
+	u64 comps, now;
+
+	if (events - m->start_events < SSDQ_MODER_EVENTS)
+		return;
+	now = ktime_get_ns();
+	comps = q->irq.completions - m->start_completions;
+	if (m->start_ns && now > m->start_ns)
+		ssdq_moder_decide(q, div64_u64(comps * NSEC_PER_SEC,
+					       now - m->start_ns),
+				  div64_u64(comps * 100, events - m->start_events));
+	m->start_ns = now;
+	m->start_events = events;
+	m->start_completions = q->irq.completions;
+}
+
+/* Does the handler hand this queue's CQ to irq_poll? */
+static bool ssdq_irq_polls(struct ssdq_queue *q, unsigned int mode)
+{
+	if (mode == SSDQ_IRQ_ADAPTIVE)
+		return q->irq.level;
+	return mode == SSDQ_IRQ_IRQPOLL;
+}
+
+/*
+ * How long a round that found the CQ drained waits to look again: the
+ * switch, or in adaptive mode the queue's level, unless nothing it could
+ * wait for is in flight.
+ */
+static unsigned int ssdq_irq_next_look_us(struct ssdq_queue *q)
+{
+	if (READ_ONCE(q->dev->irq_mode) != SSDQ_IRQ_ADAPTIVE)
+		return READ_ONCE(q->dev->irq_defer_us);
+	return ssdq_queue_busy(q) ? ssdq_moder_defer_us[q->irq.level] : 0;
 }
 
 /* Mask the vector and let the softirq reap; the caller holds irq_lock. */
@@ -69,6 +187,7 @@ static void ssdq_irqpoll_start(struct ssdq_queue *q)
 static irqreturn_t ssdq_irq(int irq, void *data)
 {
 	struct ssdq_queue *q = data;
+	unsigned int mode;
 	int found;
 
 	if (unlikely(ssdq_fault_drop_irq(q)))
@@ -80,15 +199,18 @@ static irqreturn_t ssdq_irq(int irq, void *data)
 	 * right after the mode was switched.
 	 */
 	spin_lock(&q->irq_lock);
+	mode = q->qid ? READ_ONCE(q->dev->irq_mode) : SSDQ_IRQ_DIRECT;
 	if (q->in_irqpoll) {
 		found = 1;
-	} else if (q->qid && READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_IRQPOLL) {
+	} else if (ssdq_irq_polls(q, mode)) {
 		ssdq_irqpoll_start(q);
 		found = 1;
 	} else {
 		q->reaper = SSDQ_REAPER_IRQ;
 		found = ssdq_queue_reap(q, INT_MAX, NULL);
 		q->irq.completions += found;
+		if (mode == SSDQ_IRQ_ADAPTIVE)
+			ssdq_moder_update(q);
 	}
 	spin_unlock(&q->irq_lock);
 	return found ? IRQ_HANDLED : IRQ_NONE;
@@ -112,7 +234,7 @@ static enum hrtimer_restart ssdq_defer_timer(struct hrtimer *timer)
  */
 static bool ssdq_irqpoll_defer(struct ssdq_queue *q, int found)
 {
-	unsigned int defer_us = READ_ONCE(q->dev->irq_defer_us);
+	unsigned int defer_us = ssdq_irq_next_look_us(q);
 	unsigned long flags;
 
 	if (found || !q->deferring)
@@ -141,6 +263,8 @@ static int ssdq_irqpoll(struct irq_poll *iop, int budget)
 	found = ssdq_queue_reap(q, budget, NULL);
 	q->irq.rounds++;
 	q->irq.completions += found;
+	if (READ_ONCE(q->dev->irq_mode) == SSDQ_IRQ_ADAPTIVE)
+		ssdq_moder_update(q);
 	if (found >= budget) {
 		q->irq.budget_exhausted++;
 		trace_ssdq_irqpoll_round(q, found, budget, "again");
@@ -180,6 +304,7 @@ int ssdq_irq_request(struct ssdq_queue *q)
 			      ssdq_irqpoll);
 		ssdq_hrtimer_setup(&q->defer_timer, ssdq_defer_timer,
 				   CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+		q->moder.step = 1;	/* first try: more deferral */
 	}
 	ret = pci_request_irq(dev->pdev, q->vector, ssdq_irq, NULL, q,
 			      "ssdq%dq%u", dev->instance, q->qid);
@@ -294,4 +419,4 @@ SSDQ_ATTR_GROUP(ssdq_irq_attr_group, "irq",
 
 const struct ssdq_queue_stats ssdq_irq_stats =
 	SSDQ_QUEUE_STATS("irq", irq, struct ssdq_irq_stats,
-			 "qid interrupts completions rounds budget_exhausted polled deferred");
+			 "qid interrupts completions rounds budget_exhausted polled deferred level steps");

@@ -107,6 +107,8 @@ void ssdq_queue_reset_rings(struct ssdq_queue *q)
 	q->last_sq_tail = 0;
 	q->sq_head = 0;
 	q->rang_early = false;
+	/* Whatever was in flight is gone with the old rings. */
+	q->reaped = q->plug.submitted;
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cqes, 0, ssdq_cq_bytes(q->depth));
@@ -172,7 +174,8 @@ void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
 	memcpy(&q->sq_cmds[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;
-	q->plug.submitted++;
+	/* Read without the lock by adaptive moderation (irq.c). */
+	WRITE_ONCE(q->plug.submitted, q->plug.submitted + 1);
 }
 
 /* Caller holds q->sq_lock. Publishes every command copied so far. */

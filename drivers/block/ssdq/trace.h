@@ -203,6 +203,30 @@ TRACE_EVENT(ssdq_irqpoll_round,
 		  __get_str(next))
 );
 
+/* One window of adaptive moderation: what it measured, where it went. */
+TRACE_EVENT(ssdq_moder,
+	TP_PROTO(struct ssdq_queue *q, u32 cps, u32 cpe, unsigned int level,
+		 int step),
+	TP_ARGS(q, cps, cpe, level, step),
+	TP_STRUCT__entry(
+		SSDQ_TP_QUEUE_FIELDS
+		__field(u32, cps)
+		__field(u32, cpe)
+		__field(unsigned int, level)
+		__field(int, step)
+	),
+	TP_fast_assign(
+		ssdq_tp_assign_queue(q);
+		__entry->cps = cps;
+		__entry->cpe = cpe;
+		__entry->level = level;
+		__entry->step = step;
+	),
+	TP_printk("ssdq%d q%u cps=%u cpe=%u level=%u step=%d",
+		  __entry->instance, __entry->qid, __entry->cps, __entry->cpe,
+		  __entry->level, __entry->step)
+);
+
 TRACE_EVENT(ssdq_timeout_step,
 	TP_PROTO(struct ssdq_queue *q, struct request *req, u8 step),
 	TP_ARGS(q, req, step),
