@@ -438,13 +438,43 @@ def ablations(runs):
 
 def profiles(d):
     """perf report's flat profiles (profile/<job>-<side>.txt): per job, per
-    side, each symbol's share of all cpu-clock samples, in percent."""
+    side, each symbol's share of all cpu-clock samples, in percent; and the
+    checks of each profile's window (profile/<job>-<side>.json, .cpu)."""
     out = {}
     for path in sorted(glob.glob(os.path.join(d, "profile", "*.txt"))):
         job, _, side = os.path.basename(path)[:-4].rpartition("-")
         out.setdefault(job, {})[side] = perf_symbols(path)
         out[job][side + "_children"] = perf_symbols(path[:-4] + ".children", children=True)
+        out[job].setdefault("checks", {})[side] = profile_check(path[:-4])
     return out
+
+
+def profile_check(base):
+    """Is a profile's window what it claims? Samples against freq x window x
+    vCPUs, fio still running at its end, and /proc/stat's busy share over
+    the same window (to set beside the samples outside the idle loop)."""
+    w = {}
+    if os.path.exists(base + ".json"):
+        with open(base + ".json") as f:
+            w = json.load(f)
+    c = w.get("counters") or {}
+    g = lambda k: c.get(k) or 0  # noqa: E731
+    win = div(c.get("window_us"), 1000000)
+    per_cpu = {}
+    if os.path.exists(base + ".cpu"):
+        with open(base + ".cpu") as f:
+            for line in f:
+                m = re.match(r"\s*[0-9.]+%\s+(\d+)\s+(\d+)\s*$", line)
+                if m:
+                    per_cpu[int(m.group(2))] = int(m.group(1))
+    ncpu = len(per_cpu) or None
+    samples = sum(per_cpu.values()) if per_cpu else None
+    freq = w.get("freq")
+    return {"window_s": win, "late": w.get("late"), "freq": freq, "samples": samples,
+            "samples_per_cpu": per_cpu,
+            "sample_coverage": div(samples, freq * win * ncpu) if freq and win and ncpu else None,
+            "stat_busy_pct": div(100 * sum(g(k) for k in CPU_BUSY), sum(g(k) for k in CPU_ALL)),
+            "iops_window": div(g("ios_read") + g("ios_write"), win)}
 
 
 def perf_symbols(path, children=False):
@@ -842,16 +872,40 @@ def section_calibration(res):
     return out
 
 
+def main_iops(res, job, side):
+    """The main section's median IOPS of a job and side, if it ran."""
+    return median([r["m"]["iops"] for r in res.get("runs") or []
+                   if r.get("section") == "main" and r["job"] == job and r["side"] == side and r["ok"]])
+
+
 def section_profiles(res):
     out = ["## Where the CPU goes (perf profiles)", ""]
     P = res.get("profiles") or {}
     if not P:
         return out + ["Not run (quick variant, profile not in the sections, or no perf)."]
-    out += ["`perf record -e cpu-clock -a -g` in the guest while the job runs (TCG has no PMU; cpu-clock samples every vCPU, idle included), flat profile by symbol (perf report, symbols over 0.05% of all samples). Idle is the share of samples in the idle loop; the symbol shares are percent of the busy (non-idle) samples. First the symbols where the two drivers differ most, then each side's top ten. Raw: profile/<job>-<driver>.txt.", ""]
+    out += ["`perf record -e cpu-clock -F <freq> -a -g` in the guest (TCG has no PMU, so the clock event: an hrtimer interrupt on every vCPU, idle included). perf starts before fio with its events off and is switched on through its control FIFO after fio's ramp, and off before fio's runtime ends: the samples cover fio's steady state only (perf takes seconds to start under TCG; started beside fio, its samples once fell after fio had ended, 99% in the idle loop). Flat profile by symbol (perf report, symbols over 0.05% of all samples). Idle is the share of samples in the idle loop; the symbol shares are percent of the busy (non-idle) samples. First the symbols where the two drivers differ most, then each side's top ten. Raw: profile/<job>-<driver>.txt.", "",
+            "What it measures and its limits: where the guest's vCPU time goes, by the sampled instruction, on the guest's clock under TCG, so costs are the emulator's (an MMIO doorbell write or an MSI-X interrupt costs far more than on hardware), not a CPU's. A clock interrupt cannot land where interrupts are off: time spent with interrupts disabled is charged to the place that re-enables them (`_raw_spin_unlock_irqrestore`, `finish_task_switch`), and hard-interrupt handlers are sampled at their end; the callee view (--children) puts such time back under its callers. perf's own sampling costs CPU (the call-graph walk at every sample): the check table gives the IOPS inside the profile window beside the main section's, and the samples perf took against the expected freq x window x vCPUs, and the share of busy samples against /proc/stat's busy share over the same window; where those two agree, the samples fell where the time went.", ""]
     for job in sorted(P):
         ia, a = busy_shares(P[job].get("ssdq", {}))
         ib, b = busy_shares(P[job].get("nvme", {}))
-        out += [f"### {job}", "", f"Idle: ssdq {ia:.1f}%, nvme {ib:.1f}% of all samples.", "",
+        ck = P[job].get("checks") or {}
+        out += [f"### {job}", ""]
+        if any(c.get("window_s") for c in ck.values()):
+            ca_, cb_ = ck.get("ssdq") or {}, ck.get("nvme") or {}
+            pct = lambda x: "n/a" if x is None else f"{x:.1f}%"  # noqa: E731
+            out += ["| check | ssdq | nvme |", "|---|---:|---:|",
+                    row("window (s), fio running to its end",
+                        *(f"{fmt(c.get('window_s'))}, {'no' if c.get('late') else 'yes'}" for c in (ca_, cb_))),
+                    row("IOPS in the window (main section's median)",
+                        *(f"{fmt(c.get('iops_window'))} ({fmt(main_iops(res, job, sd))})"
+                          for sd, c in (("ssdq", ca_), ("nvme", cb_)))),
+                    row("samples taken / freq x window x vCPUs",
+                        *(f"{c.get('samples') if c.get('samples') is not None else 'n/a'} ({pct(None if c.get('sample_coverage') is None else 100 * c['sample_coverage'])})"
+                          for c in (ca_, cb_))),
+                    row("busy: samples outside the idle loop / /proc/stat",
+                        f"{pct(100 - ia if a else None)} / {pct(ca_.get('stat_busy_pct'))}",
+                        f"{pct(100 - ib if b else None)} / {pct(cb_.get('stat_busy_pct'))}"), ""]
+        out += [f"Idle: ssdq {ia:.1f}%, nvme {ib:.1f}% of all samples.", "",
                 "| symbol | ssdq % of busy | nvme % of busy | ssdq - nvme |", "|---|---:|---:|---:|"]
         diff = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0) - b.get(k, 0)))
         for k in diff[:12]:
@@ -989,8 +1043,8 @@ def main():
         sys.exit("usage: bench-report.py RESULTS_DIR")
     d = os.path.realpath(sys.argv[1])
     if not any(os.path.exists(os.path.join(d, n)) and os.path.getsize(os.path.join(d, n))
-               for n in ("runs.jsonl", "mem.jsonl")):
-        sys.exit(f"bench-report: {d} has no runs.jsonl or mem.jsonl")
+               for n in ("runs.jsonl", "mem.jsonl")) and not glob.glob(os.path.join(d, "profile", "*.txt")):
+        sys.exit(f"bench-report: {d} has no runs.jsonl, mem.jsonl or profile/")
     res = results(d)
     write(os.path.join(d, "results.json"), json.dumps(res, indent=2) + "\n")
     charts(d, res)

@@ -74,6 +74,10 @@ ssdq_has_param() { # name
 load_ssdq() { # params...
 	unload_ssdq
 	set_override "$PCI_SSDQ" ssdq
+	# Not the reference controller too: with no override there (a boot
+	# whose first section loads ssdq, e.g. --sections profile) ssdq would
+	# bind both, and "nvme" would be ssdq on the other slot.
+	[[ $(bound_driver "$PCI_NVME") == nvme ]] || set_override "$PCI_NVME" "$NOBODY"
 	insmod "$B_KO" "$@" || bdie "insmod ssdq.ko $* failed"
 	wait_until 60 disk_of_pci "$PCI_SSDQ" >/dev/null || bdie "ssdq made no disk ($*)"
 	SSDQ_DISK=$(disk_of_pci "$PCI_SSDQ")

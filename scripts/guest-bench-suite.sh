@@ -12,7 +12,8 @@
 #           themselves (the noise floor of every ratio)
 #   main    the comparison jobs, ssdq and nvme alternately, R crossover
 #           rounds (halfway through each, the drivers swap controllers)
-#   profile perf profiles of the 4k QD1 and QD32 jobs, both drivers
+#   profile perf profiles of the 4k QD1 and QD32 jobs, both drivers, inside
+#           fio's steady state
 #   polled  4k QD1 --hipri with both drivers reloaded with poll_queues=1
 #   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
 #           mode) at several queue depths, with nvme as the reference
@@ -25,7 +26,8 @@
 # (A/A controls), SSDQ_BENCH_ABL_RUNTIME/
 # _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS/_STEER_QDS, SSDQ_BENCH_MEM_CYCLES,
 # SSDQ_BENCH_SIZE (region every job uses, preconditioned),
-# SSDQ_BENCH_DEFER_US. Defaults: Documentation/bench.rst.
+# SSDQ_BENCH_DEFER_US, SSDQ_BENCH_PROFILE_FREQ (perf samples/s per vCPU).
+# Defaults: Documentation/bench.rst.
 set -euo pipefail
 # shellcheck source=scripts/guest-bench-lib.sh
 . "$(dirname "$0")/guest-bench-lib.sh"
@@ -320,9 +322,19 @@ section_polled() {
 
 # Where the CPU time goes in the headline jobs (4k random read at QD1 and
 # QD32), ssdq's and nvme's side by side: perf record of every vCPU with
-# call graphs while the job runs (the cpu-clock event: TCG has no PMU),
-# then perf report's flat profile by symbol (profile/<job>-<side>.txt).
-# Not a measurement run: perf's own sampling costs CPU.
+# call graphs (the cpu-clock event: TCG has no PMU), then perf report's flat
+# profile by symbol (profile/<job>-<side>.txt, .children with callees).
+#
+# perf takes seconds to start under TCG (it reads /proc/kallsyms and every
+# task's maps over 9p before the first sample): started beside fio, as it
+# once was, it began sampling after fio had ended, and 99% of the samples
+# were the idle loop. So perf starts first with its events disabled
+# (-D -1), is switched on through its control FIFO once fio is past its
+# ramp and off before fio's runtime ends, and the window is checked: fio
+# still running at its end, and /proc/stat's busy share over the same
+# window beside the share of samples outside the idle loop
+# (profile/<job>-<side>.json).
+PROFILE_FREQ=${SSDQ_BENCH_PROFILE_FREQ:-1000}
 section_profile() {
 	if ! command -v perf >/dev/null; then
 		unavailable "profiles" "no perf (Debian's linux-perf, make deps)"
@@ -336,44 +348,89 @@ section_profile() {
 	local i s name qd args
 	for i in 0 1; do
 		IFS='|' read -r name qd args <<<"${MAIN_JOBS[i]}"
-		for s in ssdq nvme; do
+		for s in $(pair_order "$i" ssdq nvme); do
 			# shellcheck disable=SC2086 # args are fio options
 			profile_run "$name" "$s" $args
 		done
 	done
 }
 
+# Send CMD to perf's control FIFO and wait (up to SECS) for its ack.
+perf_ctl() { # cmd secs
+	local a
+	echo "$1" >&"$PERF_CTL" || return 1
+	read -r -t "$2" -u "$PERF_ACK" a || return 1
+	[[ $a == ack ]]
+}
+
+PERF_CTL=
+PERF_ACK=
 profile_run() { # job side fio-args...
-	local job=$1 side=$2 pid base secs
+	local job=$1 side=$2 ppid pid base secs late=0 ok=1 rc=0 win_ms
 	shift 2
 	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/profile/$job-$side
+	# perf.data in the guest's tmpfs: written over 9p, perf's own writes
+	# were most of the busy samples.
+	local data=/tmp/ssdq-perf.data ctl=/tmp/ssdq-perf.ctl ack=/tmp/ssdq-perf.ack
+	rm -f "$data" "$data.old" "$ctl" "$ack"
+	mkfifo "$ctl" "$ack"
+	exec {PERF_CTL}<>"$ctl" {PERF_ACK}<>"$ack"
+	perf record -e cpu-clock -F "$PROFILE_FREQ" -a -g -D -1 --control "fifo:$ctl,$ack" \
+		-o "$data" >/dev/null 2>"$out.perf.err" &
+	ppid=$!
+	# Answered once perf has synthesized its events and polls the FIFO.
+	if ! perf_ctl disable 120; then
+		kill -INT "$ppid" 2>/dev/null || true
+		wait "$ppid" || true
+		exec {PERF_CTL}>&- {PERF_ACK}>&-
+		note_json failed "profile $job $side" "perf did not start: $(head -c 200 "$out.perf.err")"
+		return 0
+	fi
 	fio_common "$RT" "$RAMP"
 	disk_ios "$disk"
 	base=$IOS
-	fio --name="$job" --filename="/dev/$disk" "${FIO_COMMON[@]}" "$@" \
+	nice -n "$FIO_NICE" fio --name="$job" --filename="/dev/$disk" "${FIO_COMMON[@]}" "$@" \
 		--output="$out.fio.json" >/dev/null 2>"$out.fio.err" &
 	pid=$!
-	if ! wait_io_start "$disk" "$base" "$pid"; then
-		wait "$pid" || true
-		note_json failed "profile $job $side" "fio did no I/O: $(head -c 200 "$out.fio.err")"
+	if wait_io_start "$disk" "$base" "$pid"; then
+		printf -v secs '%d.%03d' $((RAMP / 1000)) $((RAMP % 1000))
+		nap "$secs"
+		# The window: the runtime less a tenth (at least 300 ms) at the end.
+		win_ms=$((RT * 1000 - (RT * 100 > 300 ? RT * 100 : 300)))
+		snapshot "$side" SNAP_A a
+		perf_ctl enable 30 || ok=0
+		printf -v secs '%d.%03d' $((win_ms / 1000)) $((win_ms % 1000))
+		nap "$secs"
+		perf_ctl disable 30 || ok=0
+		snapshot "$side" SNAP_B b
+		kill -0 "$pid" 2>/dev/null || late=1
+	else
+		ok=0
+	fi
+	kill -INT "$ppid" 2>/dev/null || true
+	wait "$ppid" || true
+	wait "$pid" || rc=$?
+	exec {PERF_CTL}>&- {PERF_ACK}>&-
+	rm -f "$ctl" "$ack"
+	if ((!ok)); then
+		note_json failed "profile $job $side" "no sampling window (fio status $rc, perf: $(head -c 200 "$out.perf.err"))"
+		rm -f "$data"
 		return 0
 	fi
-	printf -v secs '%d.%03d' $((RAMP / 1000)) $((RAMP % 1000))
-	nap "$secs"
-	# perf.data in the guest's tmpfs: written over 9p, perf's own writes
-	# were most of the busy samples.
-	local data=/tmp/ssdq-perf.data
-	perf record -e cpu-clock -a -g -o "$data" -- sleep $((RT > 3 ? RT - 2 : 1)) \
-		>/dev/null 2>"$out.perf.err" || true
-	wait "$pid" || true
-	# Self time, and time with callees: cpu-clock samples land where
-	# interrupts come back on, so a driver function shows up inclusively.
+	printf '{"job":"%s","side":"%s","disk":"%s","slot":"%s","fio_rc":%d,"late":%d,"freq":%d,"counters":%s}\n' \
+		"$job" "$side" "$disk" "${SLOT_OF[$side]}" "$rc" "$late" "$PROFILE_FREQ" \
+		"$(snapshot_delta SNAP_A SNAP_B)" >"$out.json"
+	# Self time, and time with callees (callchains: -g).
 	perf report -i "$data" --kallsyms=/proc/kallsyms --stdio --no-children \
 		--sort symbol -g none --percent-limit 0.05 >"$out.txt" 2>>"$out.perf.err" || true
 	perf report -i "$data" --kallsyms=/proc/kallsyms --stdio --children \
 		--sort symbol -g none --percent-limit 0.05 >"$out.children" 2>>"$out.perf.err" || true
+	# Samples per vCPU, exact (the header rounds them): against freq x
+	# window, they show whether the sampling kept up.
+	perf report -i "$data" --stdio --no-children --sort cpu -F overhead,sample -g none \
+		>"$out.cpu" 2>>"$out.perf.err" || true
 	rm -f "$data" "$data.old"
-	progress "profile $job $side: $(grep -c '%' "$out.txt" 2>/dev/null || echo 0) symbols over 0.2%"
+	progress "profile $job $side: $(grep -c '%' "$out.txt" 2>/dev/null || echo 0) symbols over 0.05%$( ((late)) && echo ', fio ended inside the window')"
 }
 
 # ----------------------------------------------------------------- abl
