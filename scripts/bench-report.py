@@ -872,6 +872,31 @@ def section_calibration(res):
     return out
 
 
+# Layers of the I/O path by symbol name, so that the two drivers (whose own
+# functions never share a name) compare: first match wins.
+PROFILE_LAYERS = [
+    ("driver (ssdq_*, nvme_*)", re.compile(r"(ssdq|nvme)_")),
+    ("block layer (blk_*, bio_*, submit_bio*, blkdev_*)", re.compile(r"_*(blk|bio|submit_bio|blkdev|rq_qos|__rq_qos)")),
+    ("io_uring (io_*)", re.compile(r"_*io_(?!u_)|_*io_uring")),
+    ("DMA mapping, page pinning (dma_*, gup, pin_user_pages, iov_iter)",
+     re.compile(r"_*(dma_|gup_|pin_user_pages|iov_iter)")),
+    ("interrupts, softirq, IPIs", re.compile(r"_*(handle_|irq_|sysvec|flush_smp_call|generic_smp|do_softirq)")),
+    ("scheduler, idle entry/exit, syscalls",
+     re.compile(r"_*(schedule|finish_task_switch|tick_nohz|do_syscall|syscall_|entry_SYSCALL|raw_spin|do_nanosleep|sched_)")),
+]
+
+
+def profile_layers(syms):
+    """Percent of busy samples per layer ([.]: fio itself)."""
+    out = {}
+    for k, v in syms.items():
+        name, kind = k.rsplit(" ", 1)
+        layer = "fio (user space)" if kind == "[.]" else next(
+            (lab for lab, pat in PROFILE_LAYERS if pat.match(name)), "other kernel")
+        out[layer] = out.get(layer, 0) + v
+    return out
+
+
 def main_iops(res, job, side):
     """The main section's median IOPS of a job and side, if it ran."""
     return median([r["m"]["iops"] for r in res.get("runs") or []
@@ -883,7 +908,7 @@ def section_profiles(res):
     P = res.get("profiles") or {}
     if not P:
         return out + ["Not run (quick variant, profile not in the sections, or no perf)."]
-    out += ["`perf record -e cpu-clock -F <freq> -a -g` in the guest (TCG has no PMU, so the clock event: an hrtimer interrupt on every vCPU, idle included). perf starts before fio with its events off and is switched on through its control FIFO after fio's ramp, and off before fio's runtime ends: the samples cover fio's steady state only (perf takes seconds to start under TCG; started beside fio, its samples once fell after fio had ended, 99% in the idle loop). Flat profile by symbol (perf report, symbols over 0.05% of all samples). Idle is the share of samples in the idle loop; the symbol shares are percent of the busy (non-idle) samples. First the symbols where the two drivers differ most, then each side's top ten. Raw: profile/<job>-<driver>.txt.", "",
+    out += ["`perf record -e cpu-clock -F <freq> -a -g` in the guest (TCG has no PMU, so the clock event: an hrtimer interrupt on every vCPU, idle included). perf starts before fio with its events off and is switched on through its control FIFO after fio's ramp, and off before fio's runtime ends: the samples cover fio's steady state only (perf takes seconds to start under TCG; started beside fio, its samples once fell after fio had ended, 99% in the idle loop). Flat profile by symbol (perf report, symbols over 0.05% of all samples). Idle is the share of samples in the idle loop; the symbol shares are percent of the busy (non-idle) samples. First the busy samples by layer of the I/O path (by symbol name: the two drivers' functions never share one), then the symbols where the two drivers differ most, then each side's top ten. Raw: profile/<job>-<driver>.txt, checks profile/<job>-<driver>.json.", "",
             "What it measures and its limits: where the guest's vCPU time goes, by the sampled instruction, on the guest's clock under TCG, so costs are the emulator's (an MMIO doorbell write or an MSI-X interrupt costs far more than on hardware), not a CPU's. A clock interrupt cannot land where interrupts are off: time spent with interrupts disabled is charged to the place that re-enables them (`_raw_spin_unlock_irqrestore`, `finish_task_switch`), and hard-interrupt handlers are sampled at their end; the callee view (--children) puts such time back under its callers. perf's own sampling costs CPU (the call-graph walk at every sample): the check table gives the IOPS inside the profile window beside the main section's, and the samples perf took against the expected freq x window x vCPUs, and the share of busy samples against /proc/stat's busy share over the same window; where those two agree, the samples fell where the time went.", ""]
     for job in sorted(P):
         ia, a = busy_shares(P[job].get("ssdq", {}))
@@ -905,8 +930,17 @@ def section_profiles(res):
                     row("busy: samples outside the idle loop / /proc/stat",
                         f"{pct(100 - ia if a else None)} / {pct(ca_.get('stat_busy_pct'))}",
                         f"{pct(100 - ib if b else None)} / {pct(cb_.get('stat_busy_pct'))}"), ""]
-        out += [f"Idle: ssdq {ia:.1f}%, nvme {ib:.1f}% of all samples.", "",
-                "| symbol | ssdq % of busy | nvme % of busy | ssdq - nvme |", "|---|---:|---:|---:|"]
+        out += [f"Idle: ssdq {ia:.1f}%, nvme {ib:.1f}% of all samples.", ""]
+        la, lb = profile_layers(a), profile_layers(b)
+        if la or lb:
+            out += ["By layer (self time, by symbol name; symbols under 0.05% of all samples are left out):", "",
+                    "| layer | ssdq % of busy | nvme % of busy | ssdq - nvme |", "|---|---:|---:|---:|"]
+            for lab in [x for x, _ in PROFILE_LAYERS] + ["other kernel", "fio (user space)"]:
+                if lab in la or lab in lb:
+                    out.append(row(lab, f"{la.get(lab, 0):.1f}", f"{lb.get(lab, 0):.1f}",
+                                   f"{la.get(lab, 0) - lb.get(lab, 0):+.1f}"))
+            out.append("")
+        out += ["| symbol | ssdq % of busy | nvme % of busy | ssdq - nvme |", "|---|---:|---:|---:|"]
         diff = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0) - b.get(k, 0)))
         for k in diff[:12]:
             out.append(row(k, f"{a.get(k, 0):.1f}", f"{b.get(k, 0):.1f}",
