@@ -406,8 +406,6 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 				     q->qid, cid);
 		return;
 	}
-	/* For ring_idle (plug.c): how far the controller has read the SQ. */
-	WRITE_ONCE(q->sq_head, le16_to_cpu(cqe->sq_head));
 	iod = ssdq_iod(req);
 	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
 	trace_ssdq_cqe(q, cid, iod->nvme_status);
@@ -433,6 +431,18 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 }
 
 /*
+ * For ring_idle (plug.c): how far the controller has read the SQ, from the
+ * last CQE reaped. Once per reap, not per CQE: the submitter reads this
+ * cache line.
+ */
+static void ssdq_note_sq_head(struct ssdq_queue *q)
+{
+	u16 last = (q->cq_head ? q->cq_head : q->depth) - 1;
+
+	WRITE_ONCE(q->sq_head, le16_to_cpu(q->cqes[last].sq_head));
+}
+
+/*
  * The I/O queues' reaper (struct ssdq_queue's reap): every new CQE, then
  * one IPI per CPU that steering sent completions to.
  */
@@ -440,6 +450,8 @@ int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
 {
 	int found = ssdq_cq_reap(q, budget, ssdq_handle_cqe, iob);
 
+	if (found)
+		ssdq_note_sq_head(q);
 	if (!cpumask_empty(q->steer_pending))
 		ssdq_steer_send_ipis(q);
 	return found;
