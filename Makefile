@@ -60,16 +60,17 @@ debug-kernel: deps
 	@scripts/debug-kernel.sh
 
 # make bench: ssdq side by side with nvme in one VM boot, plus ablations
-# (Documentation/bench.rst; under 20 min). make bench-quick, or make bench
-# QUICK=1: the short variant (under 5 min). Not a test: not in make check.
+# (Documentation/bench.rst; about 45 min). make bench-quick, or make bench
+# QUICK=1: the short variant (under 5 min). SMP=4: a VM of 4 vCPUs (on 2
+# host cores only the ratios count). Not a test: not in make check.
 .PHONY: bench bench-quick
 bench: deps
 	@$(MAKE) --no-print-directory module
-	@QUICK=$(QUICK) scripts/bench.sh
+	@QUICK=$(QUICK) SMP=$(SMP) scripts/bench.sh
 
 bench-quick: deps
 	@$(MAKE) --no-print-directory module
-	@scripts/bench.sh --quick
+	@SMP=$(SMP) scripts/bench.sh --quick
 
 # make soak [DURATION=10m] [SEED=N] [KERNEL=debug]: random switches, faults,
 # resets, CPU offlining and rebinds under verified I/O, from a printed seed

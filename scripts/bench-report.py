@@ -436,6 +436,37 @@ def ablations(runs):
     return out
 
 
+SCALE_METRICS = ["iops", "p50_us", "p99_us", "cpu_us_per_io"]
+
+
+def numjobs(run):
+    m = re.search(r"--numjobs=(\d+)", run.get("fio_args") or "")
+    return int(m.group(1)) if m else 1
+
+
+def scale_points(runs):
+    """The scale section's grid: per (numjobs, queue depth) both sides'
+    medians and the ssdq/nvme ratio by compare() (per round the geometric
+    mean of the two layouts when the grid ran in both, so the slots cancel
+    as in main; with one round there is no interval)."""
+    groups = {}
+    for r in runs:
+        if r.get("section") == "scale":
+            groups.setdefault((numjobs(r), r["qd"]), []).append(r)
+    out = []
+    for (nj, qd) in sorted(groups):
+        g = groups[(nj, qd)]
+        c = compare(g, "ssdq", "nvme")
+        out.append({"numjobs": nj, "qd": qd, "job": g[0]["job"],
+                    "runs_ok": sum(r["ok"] for r in g), "runs_failed": sum(not r["ok"] for r in g),
+                    "layouts": len({r.get("slot") for r in g if r["side"] == "ssdq"}),
+                    "metrics": {k: {x: c[k][x] for x in ("a", "b", "ratios", "gmean", "lo", "hi",
+                                                         "slot_effect", "rounds_incomplete",
+                                                         "a_values", "b_values")}
+                                for k in SCALE_METRICS}})
+    return out
+
+
 def profiles(d):
     """perf report's flat profiles (profile/<job>-<side>.txt): per job, per
     side, each symbol's share of all cpu-clock samples, in percent; and the
@@ -526,6 +557,7 @@ def results(d):
             "memory": mm, "memory_slab": read_jsonl(d, "mem-slab"),
             "profiles": profiles(d),
             "memory_samples": read_jsonl(d, "mem"), "ablations": ablations(rr),
+            "scale": scale_points(rr),
             "failed_runs": [{k: r.get(k) for k in ("tag", "rc", "section", "job", "side",
                                                    "variant", "qd", "round")}
                             for r in rr if not r["ok"]],
@@ -617,8 +649,75 @@ plot {plots}
     return True
 
 
+def scale_title(res):
+    g, h = res["guest"], res["host"]
+    return (f"{q(g.get('vcpus'))} vCPUs on {q(h.get('host_cpus'))} host CPUs, TCG"
+            f"{', quick' if g.get('quick') else ''}")
+
+
+def chart_scale(d, res):
+    """IOPS against queue depth (log2 x), one colour per numjobs, nvme
+    dashed and ssdq solid; and the ssdq/nvme ratio against queue depth,
+    one line per numjobs."""
+    P = [p for p in res["scale"] if p["metrics"]["iops"]["a"] or p["metrics"]["iops"]["b"]]
+    if not P:
+        return False
+    njs = sorted({p["numjobs"] for p in P})
+    qds = sorted({p["qd"] for p in P})
+    dat = os.path.join(d, "chart-scale.dat")
+    nan = lambda x: "NaN" if x is None else x  # noqa: E731
+    with open(dat, "w") as f:
+        for nj in njs:
+            f.write(f"# numjobs {nj}: qd nvme ssdq ratio\n")
+            for p in sorted((p for p in P if p["numjobs"] == nj), key=lambda p: p["qd"]):
+                i = p["metrics"]["iops"]
+                f.write(f"{p['qd']}\t{nan(i['b'])}\t{nan(i['a'])}\t{nan(i['gmean'])}\n")
+            f.write("\n\n")
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+    lc = lambda i: colors[i % len(colors)]  # noqa: E731
+    xt = ", ".join(str(x) for x in qds)
+    # Some room either side, so the end points and their tic labels show.
+    xr = f"[{qds[0] / 1.4}:{qds[-1] * 1.4}]"
+    iops = ", ".join(
+        f"'{dat}' index {i} using 1:3 with linespoints lw 2 pt 7 dt 1 lc rgb '{lc(i)}' title 'ssdq, {nj} job{'s' if nj > 1 else ''}', "
+        f"'{dat}' index {i} using 1:2 with linespoints lw 2 pt 6 dt 2 lc rgb '{lc(i)}' title 'nvme, {nj} job{'s' if nj > 1 else ''}'"
+        for i, nj in enumerate(njs))
+    gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
+set output '{d}/scale_iops.png'
+set title "4k random read IOPS by queue depth and numjobs ({scale_title(res)})\\n{{/*0.9 absolute numbers under TCG mean little: read the ratios}}" enhanced
+set xlabel "queue depth per job (iodepth)"
+set ylabel "IOPS (log scale)"
+set logscale x 2
+set logscale y 10
+set xrange {xr}
+set xtics ({xt})
+set grid
+set key outside right noenhanced
+set datafile separator "\\t"
+set datafile missing "NaN"
+plot {iops}
+""")
+    ratio = ", ".join(f"'{dat}' index {i} using 1:4 with linespoints lw 2 pt 7 lc rgb '{lc(i)}' title '{nj} job{'s' if nj > 1 else ''}'"
+                      for i, nj in enumerate(njs))
+    gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
+set output '{d}/scale_ratio.png'
+set title "ssdq/nvme IOPS ratio by queue depth, one line per numjobs ({scale_title(res)})"
+set xlabel "queue depth per job (iodepth)"
+set ylabel "ssdq/nvme IOPS"
+set logscale x 2
+set xrange {xr}
+set xtics ({xt})
+set grid
+set key outside right noenhanced
+set datafile separator "\\t"
+set datafile missing "NaN"
+plot 1 with lines lc rgb "#7f7f7f" dt 2 notitle, {ratio}
+""")
+    return True
+
+
 def charts(d, res):
-    for png in ("iops", "irq_per_io", "sqdb_per_io"):
+    for png in ("iops", "irq_per_io", "sqdb_per_io", "scale_iops", "scale_ratio"):
         if os.path.exists(os.path.join(d, png + ".png")):
             os.remove(os.path.join(d, png + ".png"))
     if not shutil.which("gnuplot"):
@@ -634,6 +733,7 @@ def charts(d, res):
     chart_ablation(d, res, "sqdb_per_io", ["nvme", "default", "batching-off", "ring-idle", "shadow-off"],
                    "SQ doorbell MMIO writes per I/O (QEMU trace; 4k randread, 1 job)",
                    "SQ doorbell writes per I/O")
+    chart_scale(d, res)
 
 # ---------------------------------------------------------------- report.md
 # Numbers are formatted as the jq version of this report did: jq's round()
@@ -1043,6 +1143,62 @@ def section_ablations(res, have):
     return out
 
 
+def section_scale(res, have):
+    g, h = res["guest"], res["host"]
+    out = ["## Scaling: queue depth x numjobs", ""]
+    P = res.get("scale") or []
+    if not P:
+        return out + ["Not run (scale not in the sections, or results from before it existed)."]
+    vc, hc = g.get("vcpus"), h.get("host_cpus")
+    x = g.get("scale_crossover")
+    rounds = g.get("scale_rounds") or 1
+    out += [f"4k random read, both drivers, at each queue depth (iodepth per job) and numjobs; fio not pinned, reaping and submitting in batches of half the depth. **{q(vc)} vCPUs** in this VM, on a host of {q(hc)} CPUs. Short runs ({q(g.get('scale_runtime_s'))} s + {q(g.get('scale_ramp_ms'))} ms ramp), {q(rounds)} round(s), ssdq and nvme alternately with the pair order flipped from point to point"
+            + (", each point in both layouts (the drivers swap controllers halfway, so the slots' difference cancels from the ratio, as in main; *slot* is what it was)." if x else
+               ", in one layout only (no crossover): each ratio still holds the two slots' difference (see the A/A controls).")
+            + " These are curves, not verdicts: **absolute IOPS under TCG mean little; the ssdq/nvme ratio is what counts**, and one short run per point carries more noise than the main jobs (ratios within a few percent of 1.00 are not distinguishable here)."
+            + (f" **{q(vc)} vCPUs on {q(hc)} host CPUs: a functional run; vCPUs share host threads, only the ratios count.**"
+               if isinstance(vc, int) and isinstance(hc, int) and vc > hc else ""),
+            "",
+            "| numjobs | QD | outstanding | IOPS nvme | IOPS ssdq | **ssdq/nvme** | 95% interval | slot | p99 us nvme | p99 us ssdq | CPU us/IO nvme | CPU us/IO ssdq |",
+            "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for p in P:
+        m = p["metrics"]
+        i = m["iops"]
+        out.append(row(str(p["numjobs"]), str(p["qd"]), str(p["numjobs"] * p["qd"]), fmt(i["b"]),
+                       fmt(i["a"]), f"**{r2(i['gmean'])}**", interval(i["lo"], i["hi"]),
+                       r2(i["slot_effect"]) if i.get("slot_effect") else "n/a",
+                       fmt(m["p99_us"]["b"]), fmt(m["p99_us"]["a"]),
+                       fmt(m["cpu_us_per_io"]["b"]), fmt(m["cpu_us_per_io"]["a"])))
+    njs = sorted({p["numjobs"] for p in P})
+    qds = sorted({p["qd"] for p in P})
+    at = {(p["numjobs"], p["qd"]): p for p in P}
+    out += ["", "The ratios at a glance (ssdq/nvme IOPS; rows queue depth, columns numjobs):", "",
+            "| QD | " + " | ".join(f"{nj} job{'s' if nj > 1 else ''}" for nj in njs) + " |",
+            "|---:|" + "---:|" * len(njs)]
+    for qd in qds:
+        out.append(row(str(qd), *[r2(at[(nj, qd)]["metrics"]["iops"]["gmean"]) if (nj, qd) in at else "-"
+                                  for nj in njs]))
+    gm = [p["metrics"]["iops"]["gmean"] for p in P if p["metrics"]["iops"]["gmean"]]
+    if gm:
+        out += ["", f"Over all {len(gm)} points: geometric mean ssdq/nvme {r2(gmean(gm))}, range {r2(min(gm))}-{r2(max(gm))}."]
+    bad = [p for p in P if p["runs_failed"]]
+    if bad:
+        out.append("Points with failed runs (left out of their medians and ratios): "
+                   + ", ".join(f"QD{p['qd']}x{p['numjobs']} ({p['runs_failed']})" for p in bad) + ".")
+    inc = [p for p in P if p["metrics"]["iops"]["rounds_incomplete"]]
+    if inc:
+        out.append("Points whose crossover lost one layout (no ratio): "
+                   + ", ".join(f"QD{p['qd']}x{p['numjobs']}" for p in inc) + ".")
+    out.append("")
+    if have.get("scale_iops"):
+        out += ["![IOPS by queue depth and numjobs](scale_iops.png)", ""]
+    if have.get("scale_ratio"):
+        out += ["![ssdq/nvme ratio by queue depth](scale_ratio.png)", ""]
+    if not have.get("scale_iops"):
+        out += ["(no charts: gnuplot missing)", ""]
+    return out
+
+
 def report(res, have):
     h, g = res["host"], res["guest"]
     un = [n for n in res["notes"] if n.get("kind") == "unavailable"]
@@ -1061,6 +1217,7 @@ def report(res, have):
     out += section_calibration(res) + [""]
     out += section_profiles(res) + [""]
     out += section_ablations(res, have) + [""]
+    out += section_scale(res, have) + [""]
     out += ["## Not available in this ssdq build", ""]
     out += [f"- {n['what']}: {n['why']}" for n in un] if un else \
         ["Everything the bench knows how to measure was there."]
@@ -1089,7 +1246,7 @@ def main():
     write(os.path.join(d, "results.json"), json.dumps(res, indent=2) + "\n")
     charts(d, res)
     have = {c: os.path.exists(os.path.join(d, c + ".png"))
-            for c in ("iops", "irq_per_io", "sqdb_per_io")}
+            for c in ("iops", "irq_per_io", "sqdb_per_io", "scale_iops", "scale_ratio")}
     text = report(res, have)
     write(os.path.join(d, "report.md"), text)
     # A short summary for the terminal: the targets table.

@@ -70,7 +70,9 @@ ssdq_has_param() { # name
 	[[ $KO_PARAMS == *" $1 "* ]]
 }
 
-# (Re)load ssdq with PARAMS, bound to its controller; sets SSDQ_DISK.
+# (Re)load ssdq with PARAMS, bound to its controller only (in a boot that
+# skipped the mem section, the other controller has no override yet, and
+# ssdq would take it too); sets SSDQ_DISK.
 load_ssdq() { # params...
 	unload_ssdq
 	set_override "$PCI_SSDQ" ssdq

@@ -18,6 +18,8 @@
 #   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
 #           mode) at several queue depths, with nvme as the reference
 #   steer   completion steering off/ipi/blk with ssdq on one I/O queue
+#   scale   4k random read curves over queue depth x numjobs, ssdq and
+#           nvme alternately, short runs, one crossover (both layouts)
 # A switch the driver does not have yet is recorded as unavailable and its
 # runs are skipped; nothing here fails because of it.
 #
@@ -26,7 +28,9 @@
 # (A/A controls), SSDQ_BENCH_ABL_RUNTIME/
 # _ABL_RAMP_MS/_ABL_ROUNDS/_ABL_QDS/_STEER_QDS, SSDQ_BENCH_MEM_CYCLES,
 # SSDQ_BENCH_SIZE (region every job uses, preconditioned),
-# SSDQ_BENCH_DEFER_US, SSDQ_BENCH_PROFILE_FREQ (perf samples/s per vCPU).
+# SSDQ_BENCH_DEFER_US, SSDQ_BENCH_PROFILE_FREQ (perf samples/s per vCPU),
+# SSDQ_BENCH_SCALE_QDS/_SCALE_NUMJOBS (the scale grid),
+# SSDQ_BENCH_SCALE_RUNTIME/_SCALE_RAMP_MS/_SCALE_ROUNDS/_SCALE_CROSSOVER.
 # Defaults: Documentation/bench.rst.
 set -euo pipefail
 # shellcheck source=scripts/guest-bench-lib.sh
@@ -35,10 +39,12 @@ set -euo pipefail
 QUICK=${SSDQ_BENCH_QUICK:-0}
 if [[ $QUICK == 1 ]]; then
 	d_rt=2 d_ramp=250 d_rounds=3 d_abl_rt=1 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32" d_steer_qds=32
-	d_mem=1 d_sections="mem main polled abl steer"
+	d_mem=1 d_sections="mem main polled abl steer scale"
+	d_scale_qds="1 8 32 128" d_scale_nj="1 2" d_scale_rt=1 d_scale_ramp=250 d_scale_x=0
 else
 	d_rt=8 d_ramp=1000 d_rounds=5 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32" d_steer_qds=$d_qds
-	d_mem=3 d_sections="mem calib main profile polled abl steer"
+	d_mem=3 d_sections="mem calib main profile polled abl steer scale"
+	d_scale_qds="1 2 4 8 16 32 64 128" d_scale_nj="1 2 3 4" d_scale_rt=2 d_scale_ramp=500 d_scale_x=1
 fi
 RT=${SSDQ_BENCH_RUNTIME:-$d_rt}
 RAMP=${SSDQ_BENCH_RAMP_MS:-$d_ramp}
@@ -52,6 +58,12 @@ STEER_QDS=${SSDQ_BENCH_STEER_QDS:-$d_steer_qds}
 MEM_CYCLES=${SSDQ_BENCH_MEM_CYCLES:-$d_mem}
 SECTIONS=${SSDQ_BENCH_SECTIONS:-$d_sections}
 DEFER_US=${SSDQ_BENCH_DEFER_US:-300}
+SCALE_QDS=${SSDQ_BENCH_SCALE_QDS:-$d_scale_qds}
+SCALE_NJ=${SSDQ_BENCH_SCALE_NUMJOBS:-$d_scale_nj}
+SCALE_RT=${SSDQ_BENCH_SCALE_RUNTIME:-$d_scale_rt}
+SCALE_RAMP=${SSDQ_BENCH_SCALE_RAMP_MS:-$d_scale_ramp}
+SCALE_ROUNDS=${SSDQ_BENCH_SCALE_ROUNDS:-1}
+SCALE_X=${SSDQ_BENCH_SCALE_CROSSOVER:-$d_scale_x}
 B_SIZE=${SSDQ_BENCH_SIZE:-128m}
 NCPU=$(nproc)
 PRECONDITIONED=
@@ -601,6 +613,49 @@ section_steer() {
 	sweep steer rr4k "$cpu" steer_variants "$STEER_QDS"
 }
 
+# --------------------------------------------------------------- scale
+
+# Curves, not verdicts: 4k random read at every queue depth x numjobs of
+# the grid, ssdq and nvme alternately, short runs. fio is not pinned (the
+# jobs spread over the vCPUs); at depth > 1 it reaps and submits in batches
+# of half the depth, like the main jobs. Each round runs every point once
+# per layout (with SCALE_X=1: the grid again after the drivers swap
+# controllers, so the slots' difference cancels from the point's ratio; one
+# swap per round, as in crossover_rounds), and
+# the pair order flips from point to point and again in the other layout:
+# each point has ssdq first in one layout and nvme first in the other.
+# Point-major within a layout (numjobs, then depth), so a slow phase of
+# the host bends a stretch of the curve for both drivers alike.
+section_scale() {
+	local r half layout nj qd k s b nq nn
+	local -a halves=(0)
+	[[ $SCALE_X == 0 ]] || halves=(0 1)
+	read -r -a nq <<<"$SCALE_QDS"
+	read -r -a nn <<<"$SCALE_NJ"
+	setup_pair "" ""
+	RUN_TOTAL=$((RUN_TOTAL + 2 * ${#halves[@]} * SCALE_ROUNDS * ${#nq[@]} * ${#nn[@]}))
+	progress "scale: QD {$SCALE_QDS} x numjobs {$SCALE_NJ}, ${SCALE_RT}s + ${SCALE_RAMP}ms x $SCALE_ROUNDS round(s), ${#halves[@]} layout(s), $NCPU vCPUs"
+	for ((r = 1; r <= SCALE_ROUNDS; r++)); do
+		for half in "${halves[@]}"; do
+			((half == 0)) || swap_slots
+			layout=$(((r - 1 + half) % 2))
+			k=0
+			for nj in $SCALE_NJ; do
+				for qd in $SCALE_QDS; do
+					b=$(((qd + 1) / 2))
+					for s in $(pair_order $((layout + r + k)) ssdq nvme); do
+						measure_run scale "rr4k-qd${qd}x$nj" "$s" default "$qd" "$r" "$SCALE_RT" "$SCALE_RAMP" \
+							--rw=randread --bs=4k --iodepth="$qd" --numjobs="$nj" \
+							--iodepth_batch_submit="$b" --iodepth_batch_complete_min="$b"
+					done
+					k=$((k + 1))
+				done
+			done
+		done
+	done
+	home_slots
+}
+
 # ---------------------------------------------------------------- main
 
 write_meta() { # running|finished
@@ -616,6 +671,8 @@ write_meta() { # running|finished
 		--argjson abl_rounds "$ABL_ROUNDS" --arg abl_qds "$ABL_QDS" --arg steer_qds "$STEER_QDS" \
 		--argjson mem_cycles "$MEM_CYCLES" --arg sections "$SECTIONS" --arg size "$B_SIZE" \
 		--argjson defer_us "$DEFER_US" --argjson secs "$SECONDS" \
+		--arg scale_qds "$SCALE_QDS" --arg scale_nj "$SCALE_NJ" --argjson scale_rt "$SCALE_RT" \
+		--argjson scale_ramp "$SCALE_RAMP" --argjson scale_rounds "$SCALE_ROUNDS" --argjson scale_x "$SCALE_X" \
 		--arg main_jobs "$(printf '%s\n' "${MAIN_JOBS[@]}" "$POLLED_JOB")" \
 		'{status: $status, guest_kernel: $kernel, vcpus: $ncpu, fio: $fio,
 		  ssdq_ko: $ko, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
@@ -624,6 +681,10 @@ write_meta() { # running|finished
 		  abl_qds: ($abl_qds | split(" ") | map(select(. != "") | tonumber)),
 		  steer_qds: ($steer_qds | split(" ") | map(select(. != "") | tonumber)),
 		  mem_cycles: $mem_cycles, sections: $sections, region: $size, defer_us: $defer_us,
+		  scale_qds: ($scale_qds | split(" ") | map(select(. != "") | tonumber)),
+		  scale_numjobs: ($scale_nj | split(" ") | map(select(. != "") | tonumber)),
+		  scale_runtime_s: $scale_rt, scale_ramp_ms: $scale_ramp, scale_rounds: $scale_rounds,
+		  scale_crossover: ($scale_x == 1),
 		  guest_seconds: $secs,
 		  jobs: ($main_jobs | split("\n") | map(select(. != "") | split("|") | {name: .[0], qd: (.[1] | tonumber), fio: .[2]}))}' \
 		>"$B_OUT/meta.json"
@@ -636,7 +697,7 @@ sampler_priority
 rm -f "$B_OUT"/{runs,mem,mem-slab,notes}.jsonl
 write_meta running
 progress "bench: $NCPU vCPUs, sections: $SECTIONS; main ${RT}s x $ROUNDS rounds, ablations ${ABL_RT}s x $ABL_ROUNDS"
-for sec in mem calib main profile polled abl steer; do
+for sec in mem calib main profile polled abl steer scale; do
 	has_section "$sec" || continue
 	progress "== section $sec"
 	"section_$sec"
