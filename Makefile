@@ -60,7 +60,7 @@ debug-kernel: deps
 	@scripts/debug-kernel.sh
 
 # make bench: ssdq side by side with nvme in one VM boot, plus ablations
-# (Documentation/bench.rst; about 45 min). make bench-quick, or make bench
+# (Documentation/bench.rst; about 40 min). make bench-quick, or make bench
 # QUICK=1: the short variant (under 5 min). SMP=4: a VM of 4 vCPUs (on 2
 # host cores only the ratios count). Not a test: not in make check.
 .PHONY: bench bench-quick

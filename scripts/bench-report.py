@@ -1180,7 +1180,20 @@ def section_scale(res, have):
                                   for nj in njs]))
     gm = [p["metrics"]["iops"]["gmean"] for p in P if p["metrics"]["iops"]["gmean"]]
     if gm:
-        out += ["", f"Over all {len(gm)} points: geometric mean ssdq/nvme {r2(gmean(gm))}, range {r2(min(gm))}-{r2(max(gm))}."]
+        _, lo, hi = ratio_interval(gm)
+        out += ["", f"Over all {len(gm)} points: geometric mean ssdq/nvme {r2(gmean(gm))}"
+                + (f" (95% interval {interval(lo, hi)}, the points taken as samples of one grid-wide ratio)" if lo else "")
+                + f", range {r2(min(gm))}-{r2(max(gm))}."]
+    se = [math.log(p["metrics"]["iops"]["slot_effect"]) for p in P if p["metrics"]["iops"]["slot_effect"]]
+    if len(se) >= 3:
+        # A point's ratio and its slot figure are the half sum and the half
+        # difference of the same two log layout ratios: with independent
+        # noise on the runs they carry the same noise, and as the slots
+        # differ by about the same at every point, the slot figure's spread
+        # over the points is that noise.
+        m = sum(se) / len(se)
+        sd = math.sqrt(sum((x - m) ** 2 for x in se) / (len(se) - 1))
+        out.append(f"Noise: the slot column varies over the points by +-{(math.exp(sd) - 1) * 100:.0f}% (one standard deviation, geometric; mean {r2(math.exp(m))}). If the slots differ by about the same at every point (the A/A controls put their difference for reads within a few percent), that spread is the runs' noise, and a point's ratio carries as much: read a single point's ratio within about +-{(math.exp(2 * sd) - 1) * 100:.0f}% of 1.00 as no difference, and look for a trend over several points instead.")
     bad = [p for p in P if p["runs_failed"]]
     if bad:
         out.append("Points with failed runs (left out of their medians and ratios): "

@@ -7,7 +7,7 @@
 #                    [--smp N]
 #
 # --quick (or QUICK=1): shorter runs, fewer depths/cycles, no A/A check;
-# under 5 minutes. The full run takes about 45 minutes on TCG.
+# under 5 minutes. The full run takes about 40 minutes on TCG.
 # --smp N (or SMP=N): a VM of N vCPUs instead of 2 (vm.sh --smp). On a
 # 2-core host 4 vCPUs are functional only: they share 2 host threads, so
 # only the ssdq/nvme ratios of such a run mean anything.
