@@ -1155,7 +1155,7 @@ def section_scale(res, have):
     out += [f"4k random read, both drivers, at each queue depth (iodepth per job) and numjobs; fio not pinned, reaping and submitting in batches of half the depth. **{q(vc)} vCPUs** in this VM, on a host of {q(hc)} CPUs. Short runs ({q(g.get('scale_runtime_s'))} s + {q(g.get('scale_ramp_ms'))} ms ramp), {q(rounds)} round(s), ssdq and nvme alternately with the pair order flipped from point to point"
             + (", each point in both layouts (the drivers swap controllers halfway, so the slots' difference cancels from the ratio, as in main; *slot* is what it was)." if x else
                ", in one layout only (no crossover): each ratio still holds the two slots' difference (see the A/A controls).")
-            + " These are curves, not verdicts: **absolute IOPS under TCG mean little; the ssdq/nvme ratio is what counts**, and one short run per point carries more noise than the main jobs (ratios within a few percent of 1.00 are not distinguishable here)."
+            + " These are curves, not verdicts: **absolute IOPS under TCG mean little; the ssdq/nvme ratio is what counts**, and one short run per point and layout carries more noise than the main jobs (how much: the noise line under the table)."
             + (f" **{q(vc)} vCPUs on {q(hc)} host CPUs: a functional run; vCPUs share host threads, only the ratios count.**"
                if isinstance(vc, int) and isinstance(hc, int) and vc > hc else ""),
             "",
