@@ -678,6 +678,16 @@ def chart_scale(d, res):
     xt = ", ".join(str(x) for x in qds)
     # Some room either side, so the end points and their tic labels show.
     xr = f"[{qds[0] / 1.4}:{qds[-1] * 1.4}]"
+    # Both charts: queue depth on a log2 axis, the key outside, tab data.
+    axes = f"""set xlabel "queue depth per job (iodepth)"
+set logscale x 2
+set xrange {xr}
+set xtics ({xt})
+set grid
+set key outside right noenhanced
+set datafile separator "\\t"
+set datafile missing "NaN"
+"""
     iops = ", ".join(
         f"'{dat}' index {i} using 1:3 with linespoints lw 2 pt 7 dt 1 lc rgb '{lc(i)}' title 'ssdq, {nj} job{'s' if nj > 1 else ''}', "
         f"'{dat}' index {i} using 1:2 with linespoints lw 2 pt 6 dt 2 lc rgb '{lc(i)}' title 'nvme, {nj} job{'s' if nj > 1 else ''}'"
@@ -685,33 +695,17 @@ def chart_scale(d, res):
     gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
 set output '{d}/scale_iops.png'
 set title "4k random read IOPS by queue depth and numjobs ({scale_title(res)})\\n{{/*0.9 absolute numbers under TCG mean little: read the ratios}}" enhanced
-set xlabel "queue depth per job (iodepth)"
 set ylabel "IOPS (log scale)"
-set logscale x 2
 set logscale y 10
-set xrange {xr}
-set xtics ({xt})
-set grid
-set key outside right noenhanced
-set datafile separator "\\t"
-set datafile missing "NaN"
-plot {iops}
+{axes}plot {iops}
 """)
     ratio = ", ".join(f"'{dat}' index {i} using 1:4 with linespoints lw 2 pt 7 lc rgb '{lc(i)}' title '{nj} job{'s' if nj > 1 else ''}'"
                       for i, nj in enumerate(njs))
     gnuplot(f"""set terminal pngcairo size 1000,560 font "DejaVu Sans,10"
 set output '{d}/scale_ratio.png'
 set title "ssdq/nvme IOPS ratio by queue depth, one line per numjobs ({scale_title(res)})"
-set xlabel "queue depth per job (iodepth)"
 set ylabel "ssdq/nvme IOPS"
-set logscale x 2
-set xrange {xr}
-set xtics ({xt})
-set grid
-set key outside right noenhanced
-set datafile separator "\\t"
-set datafile missing "NaN"
-plot 1 with lines lc rgb "#7f7f7f" dt 2 notitle, {ratio}
+{axes}plot 1 with lines lc rgb "#7f7f7f" dt 2 notitle, {ratio}
 """)
     return True
 
