@@ -76,14 +76,15 @@ measure() { # mode defer_us qd [I/Os per job, 1500]
 	if [[ $1 == direct ]]; then
 		assert_eq "direct: CQEs reaped by the handler" "${ev[1]}" "$comps"
 	else
-		# adaptive reaps in the handler at level 0, like direct.
+		# adaptive reaps in the handler at level 0, like direct, and may
+		# never leave it (below).
 		[[ $1 == adaptive ]] || assert_eq "$1: CQEs reaped by the handler" "${ev[1]}" 0
 		# Every masking of a vector (by the handler, or again by the
 		# unmask path that finds a new CQE) is ended by a round that
 		# unmasks; at most one per queue may still be open at the end.
 		masks=$(grep -c ' ssdq_irqpoll_mask: ' "$T_DIR/events-$1-$2-qd$3.txt" || true)
 		unmasks=$(grep -c ' ssdq_irqpoll_round: .* next=unmask' "$T_DIR/events-$1-$2-qd$3.txt" || true)
-		((masks > 0 && masks >= unmasks && masks - unmasks <= NQ - 1)) ||
+		(((masks > 0 || $1 == adaptive) && masks >= unmasks && masks - unmasks <= NQ - 1)) ||
 			fail "$1: $masks vector masks, $unmasks unmasking rounds"
 		ok "$1: $masks vector masks (ssdq_irqpoll_mask), $unmasks unmasking rounds, $ints interrupts"
 		((${ev[3]} > 0 || $2 == 0)) || fail "$1 with defer_us=$2: no CQE reaped by a deferred round"
@@ -104,11 +105,12 @@ moder_replay() { # file
 			return cur > prev ? 1 : -1
 		}
 		/ ssdq_moder: / {
-			for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] + 0 }
 			q = $0; sub(/.* q/, "", q); sub(/ .*/, "", q)
 			if (q in lvl) {
-				c = cmp(f["cps"], cps[q], 16)
-				if (c == 0) c = cmp(f["cpe"], cpe[q], 10)
+				# cps 0: a window too long to judge, moved nothing.
+				c = f["cps"] == 0 ? 0 : cmp(f["cps"], cps[q], 16)
+				if (c == 0 && f["cps"] != 0) c = cmp(f["cpe"], cpe[q], 10)
 				s = stp[q]; l = lvl[q]
 				if (c < 0) s = -s
 				if (c != 0) {
@@ -121,7 +123,7 @@ moder_replay() { # file
 				}
 				n++
 				if (f["level"] != lvl[q]) steps++
-			} else if (f["level"] != 0) first_up++
+			}
 			lvl[q] = f["level"]; stp[q] = f["step"]; cps[q] = f["cps"]; cpe[q] = f["cpe"]
 			if (f["level"] > 0) up++
 		}
@@ -159,7 +161,9 @@ ok "irqpoll with $defer us x 4 deferral: 0.$(printf %03d $PER) interrupts per co
 
 # Adaptive moderation at the same load, twice the I/Os (more windows).
 # What it gains is the bench's to measure (Documentation/irq.rst); here,
-# that it follows its rule, moves off direct, and stops polling when idle.
+# that it follows its rule and, once nothing is in flight, polls no more.
+# Whether a window leaves direct depends on the noise between windows (any
+# change leaves it; the replay checks that), so it is logged, not asserted.
 read -ra m0 <<<"$(queue_cols "$STATS" "$poll_qid" steps deferred)"
 measure adaptive 0 "$qd" 3000
 read -ra m1 <<<"$(queue_cols "$STATS" "$poll_qid" steps deferred)"
@@ -168,18 +172,22 @@ if ((EVENTS)); then
 	replay=$(moder_replay "$mf") || fail "adaptive: a window broke ssdq_moder_decide()'s rule (above)"
 	read -ra mr <<<"$replay"
 	assert_gt "adaptive: windows replayed" "${mr[0]}" 0
-	assert_gt "adaptive: windows that chose a deferral (level > 0)" "${mr[1]}" 0
 	assert_eq "adaptive: level changes counted = traced" "$((m1[0] - m0[0]))" "${mr[2]}"
 	for ql in "${mr[@]:3}"; do
 		assert_eq "adaptive: q${ql%%:*}'s level in debugfs = its last window's" \
 			"$(queue_row "$STATS" "${ql%%:*}" level)" "${ql#*:}"
 	done
 	ok "adaptive: ${mr[0]} windows follow the rule, ${mr[1]} chose a deferral, ${mr[2]} level changes"
+	# Idle: the round that reaps a queue's last CQE finds nothing in
+	# flight and unmasks; no deferred round follows it.
+	tail_rounds=$(awk '/ ssdq_cqe: / { q = $0; sub(/.* q/, "", q); sub(/ .*/, "", q); after[q] = 0; tail[q] = "" }
+		/ ssdq_irqpoll_round: / { q = $0; sub(/.* q/, "", q); sub(/ .*/, "", q)
+			if (q in after) { after[q]++; tail[q] = tail[q] " " $NF } }
+		END { for (q in after) if (after[q] > 1 || (after[q] == 1 && tail[q] != " next=unmask"))
+			printf "q%s:%s;", q, tail[q] }' "$mf")
+	[[ -z $tail_rounds ]] || fail "adaptive: rounds after a queue's last CQE, with nothing in flight: $tail_rounds"
+	ok "adaptive: each queue's last CQE was followed by at most its unmasking round"
 fi
-# Idle: nothing is in flight, so no queue keeps a deferral timer going.
-nap 0.3
-read -ra m2 <<<"$(queue_cols "$STATS" "$poll_qid" deferred)"
-assert_eq "adaptive: deferred rounds once the load stopped" "${m2[0]}" "${m1[1]}"
 
 verify() { # tag [fio args]
 	local tag=$1

@@ -432,8 +432,12 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 
 /*
  * For ring_idle (plug.c): how far the controller has read the SQ, from the
- * last CQE reaped. Once per reap, not per CQE: the submitter reads this
- * cache line.
+ * last CQE reaped (whatever its command id). Once per reap, not per CQE:
+ * the submitter reads this cache line. The slot is ours to read after the
+ * CQ doorbell: the controller cannot post into head - 1 until the head
+ * moves again. Published after this reap's requests were completed, so a
+ * submitter they wake may see the previous reap's head and lean toward
+ * batching, which plug.c allows.
  */
 static void ssdq_note_sq_head(struct ssdq_queue *q)
 {

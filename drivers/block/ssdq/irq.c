@@ -29,9 +29,9 @@
  * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us,defer_rounds}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
  */
-#include <linux/math64.h>
 #include <linux/interrupt.h>
 #include <linux/irq_poll.h>
+#include <linux/math64.h>
 #include <linux/pci.h>
 
 #include <ssdq/ssdq.h>
@@ -65,6 +65,7 @@ static const char * const ssdq_irq_mode_names[] = {
 static const unsigned int ssdq_moder_defer_us[] = { 0, 8, 16, 32, 64, 128 };
 #define SSDQ_MODER_LEVELS	ARRAY_SIZE(ssdq_moder_defer_us)
 #define SSDQ_MODER_EVENTS	128
+#define SSDQ_MODER_MAX_NS	NSEC_PER_SEC
 
 /* The switches' defaults: direct mode, no deferral. */
 void ssdq_irq_init(struct ssdq_dev *dev)
@@ -78,11 +79,14 @@ void ssdq_irq_init(struct ssdq_dev *dev)
 /*
  * Commands submitted and not yet reaped. The submitter's count is read
  * without its lock: a command added just after is one this reaper would
- * not have waited for anyway, and its completion interrupts.
+ * not have waited for anyway, and its completion interrupts. Signed, so a
+ * stray CQE (counted in reaped) cannot make an idle queue look busy. A
+ * wrong answer, as from a torn read on 32-bit, costs a round or an
+ * interrupt, never a completion: see ssdq_irqpoll().
  */
 static bool ssdq_queue_busy(struct ssdq_queue *q)
 {
-	return READ_ONCE(q->plug.submitted) != q->reaped;
+	return (s64)(READ_ONCE(q->plug.submitted) - q->reaped) > 0;
 }
 
 /* 1 if @cur is better than @prev by more than 1/@frac of it, -1 if worse. */
@@ -97,7 +101,9 @@ static int ssdq_moder_cmp(u32 cur, u32 prev, unsigned int frac)
  * One window's verdict: throughput first, then completions per event. A
  * deferral has to keep earning its place: when neither moved, the queue
  * steps back toward direct, so a light load (one completion per event
- * whatever the level) or a gain that was only noise ends up there.
+ * whatever the level) or a gain that was only noise ends up there. A
+ * window with no measurement (cps 0: see ssdq_moder_update()) moved
+ * nothing.
  */
 static void ssdq_moder_decide(struct ssdq_queue *q, u32 cps, u32 cpe)
 {
@@ -105,8 +111,8 @@ static void ssdq_moder_decide(struct ssdq_queue *q, u32 cps, u32 cpe)
 	unsigned int level = q->irq.level;
 	int cmp;
 
-	cmp = ssdq_moder_cmp(cps, m->prev_cps, 16);
-	if (!cmp)
+	cmp = cps ? ssdq_moder_cmp(cps, m->prev_cps, 16) : 0;
+	if (!cmp && cps)
 		cmp = ssdq_moder_cmp(cpe, m->prev_cpe, 10);
 	if (cmp < 0)
 		m->step = -m->step;
@@ -131,21 +137,25 @@ static void ssdq_moder_decide(struct ssdq_queue *q, u32 cps, u32 cpe)
 /*
  * After each reap in adaptive mode: close the window once it holds enough
  * events. Only the queue's current reaper calls this, so the state needs
- * no lock of its own.
+ * no lock of its own. A window longer than SSDQ_MODER_MAX_NS spans idle
+ * time or time in another mode, so it measured nothing about the level:
+ * it is judged as one that moved nothing (cps and cpe 0).
  */
 static void ssdq_moder_update(struct ssdq_queue *q)
 {
 	struct ssdq_moder *m = &q->moder;
 	u64 events = q->irq.interrupts + q->irq.deferred;
-	u64 comps, now;
+	u64 comps, now, ns;
 
 	if (events - m->start_events < SSDQ_MODER_EVENTS)
 		return;
 	now = ktime_get_ns();
+	ns = now - m->start_ns;
 	comps = q->irq.completions - m->start_completions;
-	if (m->start_ns && now > m->start_ns)
-		ssdq_moder_decide(q, div64_u64(comps * NSEC_PER_SEC,
-					       now - m->start_ns),
+	if (m->start_ns && ns > SSDQ_MODER_MAX_NS)
+		ssdq_moder_decide(q, 0, 0);
+	else if (m->start_ns && ns)
+		ssdq_moder_decide(q, div64_u64(comps * NSEC_PER_SEC, ns),
 				  div64_u64(comps * 100, events - m->start_events));
 	m->start_ns = now;
 	m->start_events = events;

@@ -10,6 +10,7 @@
  *   ssdq_steer_ipi     a steering IPI ended its CPU's list (steer.c)
  *   ssdq_irqpoll_mask  the handler masked its vector for irq_poll (irq.c)
  *   ssdq_irqpoll_round an irq_poll round and what it decided (irq.c)
+ *   ssdq_moder         an adaptive moderation window and its verdict (irq.c)
  *   ssdq_timeout_step  a step of timeout handling (recovery.c)
  *   ssdq_reset         a controller reset, when it ends (recovery.c)
  *
