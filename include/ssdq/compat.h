@@ -211,6 +211,20 @@ static inline void ssdq_unquiesce_tagset(struct blk_mq_tag_set *set)
 }
 
 /*
+ * The end of a freeze begun with blk_freeze_queue_start(). On newer kernels
+ * the plain name also restores a memalloc_noio scope, which only
+ * blk_mq_freeze_queue() opens.
+ */
+static inline void ssdq_unfreeze_queue(struct request_queue *q)
+{
+#ifdef SSDQ_HAVE_UNFREEZE_NOMEMRESTORE
+	blk_mq_unfreeze_queue_nomemrestore(q);
+#else
+	blk_mq_unfreeze_queue(q);
+#endif
+}
+
+/*
  * The disk, with its limits and features. Since 6.11 both go to
  * blk_mq_alloc_disk() in struct queue_limits (features since 6.11, limits
  * since 6.9); before, they are set on the queue one by one. Old kernels

@@ -136,6 +136,8 @@ struct ssdq_fault {
 	atomic64_t done[SSDQ_FAULT_NR_KINDS];
 	atomic_t delay_ms;
 	atomic_t slow_enable_ms;
+	atomic_t gone;
+	unsigned int fail_nth;		/* a writer's, handed to its work */
 	struct llist_head delayed;
 	struct delayed_work delay_work;
 };
@@ -241,6 +243,7 @@ struct ssdq_queue {
 	u64 reaped;			/* CQEs consumed; see ssdq_queue_busy() */
 	cpumask_var_t steer_pending;	/* CPUs owed an IPI by this reap */
 	bool in_irqpoll;		/* vector masked, irq_poll reaps */
+	bool cpus_offline;		/* the vector's CPUs are: reap directly */
 	u8 reaper;			/* enum ssdq_reaper, for tracing */
 	bool poll_queue;		/* no interrupt: HCTX_TYPE_POLL */
 	u16 qid;
@@ -294,6 +297,7 @@ struct ssdq_dev {
 	int reset_result;		/* ... and how it went */
 	ktime_t pci_reset_start;	/* a PCI reset (FLR) under way */
 	bool pci_reset_stopped;		/* ... took the requests back */
+	struct work_struct pci_reset_work; /* ... restarts after it */
 	ktime_t pci_error_start;	/* a frozen link's recovery under way */
 	bool pci_error_stopped;		/* ... took the requests back */
 	struct ssdq_recovery_stats recovery;
@@ -302,6 +306,7 @@ struct ssdq_dev {
 	/* What Identify told us. */
 	u32 max_transfer;		/* bytes */
 	u32 dmrsl;			/* blocks in one discard range, 0: any */
+	u32 max_zeroes_sectors;		/* WZSL, in sectors, 0: no limit */
 	u16 oacs;
 	u16 oncs;
 	u8 vwc;
@@ -347,6 +352,8 @@ struct ssdq_dev {
 	struct blk_mq_tag_set tag_set;
 	struct gendisk *disk;
 	struct dentry *debugfs;		/* /sys/kernel/debug/ssdq/ssdqN */
+	struct hlist_node cpuhp_node;	/* irq.c: CPUs going offline */
+	bool watching_cpus;
 };
 
 static inline struct ssdq_iod *ssdq_iod(struct request *req)
@@ -495,7 +502,9 @@ u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
 u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 			  u16 status);
 unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
+bool ssdq_fault_gone(struct ssdq_dev *dev);
 void ssdq_fault_release_delayed(struct ssdq_dev *dev);
+void ssdq_fault_nth_swap(struct ssdq_dev *dev);
 
 /* queue.c */
 int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth,
@@ -566,6 +575,10 @@ int ssdq_poll_reap_alone(struct ssdq_queue *q);
 
 /* irq.c */
 void ssdq_irq_init(struct ssdq_dev *dev);
+int __init ssdq_irq_hotplug_init(void);
+void ssdq_irq_hotplug_exit(void);
+int ssdq_irq_watch_cpus(struct ssdq_dev *dev);
+void ssdq_irq_unwatch_cpus(struct ssdq_dev *dev);
 int ssdq_irq_request(struct ssdq_queue *q);
 void ssdq_irq_free(struct ssdq_queue *q);
 void ssdq_irq_quiesce(struct ssdq_queue *q);

@@ -9,13 +9,17 @@
 #include <linux/delay.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/overflow.h>
 
 #include <ssdq/ssdq.h>
 
 #define SSDQ_SHUTDOWN_TIMEOUT	(10 * HZ)
 
+/* All ones: the controller is gone (or fault.c says it is). */
 static u32 ssdq_csts(struct ssdq_dev *dev)
 {
+	if (ssdq_fault_gone(dev))
+		return ~0U;
 	return readl(dev->bar + NVME_REG_CSTS);
 }
 
@@ -31,6 +35,14 @@ static int ssdq_wait_ready(struct ssdq_dev *dev, bool ready)
 	u32 csts;
 
 	for (;;) {
+		/*
+		 * A link in error reads as all ones, or as whatever it read
+		 * last: PCI error recovery (slot_reset) takes over from here.
+		 */
+		if (pci_channel_offline(dev->pdev)) {
+			dev_err(&dev->pdev->dev, "PCI link offline\n");
+			return -ENOLINK;
+		}
 		csts = ssdq_csts(dev);
 		if (csts == ~0U) {
 			dev_err(&dev->pdev->dev, "controller stopped responding\n");
@@ -100,21 +112,6 @@ static int ssdq_ctrl_disable(struct ssdq_dev *dev, bool shutdown)
 	return ssdq_wait_ready(dev, false);
 }
 
-/*
- * Make sure the controller can no longer DMA: disable it, and if it will not
- * disable, take its bus mastering away, as the caller is about to fail
- * requests it may still write into, or free memory it may still use.
- * Returns 0 if it disabled and may be enabled again.
- */
-int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown)
-{
-	int ret = ssdq_ctrl_disable(dev, shutdown);
-
-	if (ret)
-		pci_clear_master(dev->pdev);
-	return ret;
-}
-
 /* Has the controller given up on itself (CSTS.CFS), or gone (all ones)? */
 bool ssdq_ctrl_fatal(struct ssdq_dev *dev)
 {
@@ -154,6 +151,12 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		return ret;
+	/*
+	 * A bounce buffer (swiotlb) keeps the data's offset in its controller
+	 * page: PRPs describe pages, so a request's segments must meet at
+	 * page boundaries in the DMA addresses as they do in memory.
+	 */
+	dma_set_min_align_mask(&pdev->dev, SSDQ_CTRL_PAGE_SIZE - 1);
 
 	dev->bar = ssdq_pcim_iomap_bar0(pdev, "ssdq");
 	if (IS_ERR(dev->bar))
@@ -377,7 +380,7 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 	mdts_shift = id->mdts + 12 + NVME_CAP_MPSMIN(dev->cap);
 	if (id->mdts && mdts_shift < 31)
 		dev->max_transfer = min(dev->max_transfer, 1U << mdts_shift);
-	/* Nor more than the DMA layer maps at once (swiotlb: 256 KiB). */
+	/* Nor more than the DMA layer maps at once (swiotlb: 252 KiB). */
 	dev->max_transfer = min_t(size_t, dev->max_transfer,
 				  round_down(dma_opt_mapping_size(&dev->pdev->dev),
 					     SSDQ_CTRL_PAGE_SIZE));
@@ -386,16 +389,18 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 
 /*
  * The NVM command set's own limits (Identify CNS 06h): DMRSL, the most
- * blocks one Dataset Management range may name. A controller that does not
- * know this Identify (before NVMe 1.4) has none.
+ * blocks one Dataset Management range may name, and WZSL, the largest
+ * Write Zeroes (a power of two of CAP.MPSMIN pages, 0: none). A controller
+ * that does not know this Identify (before NVMe 1.4) has neither.
  */
 static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
 				    dma_addr_t dma)
 {
+	unsigned int page_shift = NVME_CAP_MPSMIN(dev->cap) + 12;
 	struct nvme_id_ctrl_nvm *id = buf;
 	int ret;
 
-	if (!(dev->oncs & NVME_CTRL_ONCS_DSM))
+	if (!(dev->oncs & (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES)))
 		return 0;
 	ret = ssdq_identify(dev, NVME_ID_CNS_CS_CTRL, 0, NVME_CSI_NVM, dma);
 	if (ret > 0)
@@ -403,19 +408,32 @@ static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
 	if (ret)
 		return ret;
 	dev->dmrsl = le32_to_cpu(id->dmrsl);
+	if (id->wzsl &&
+	    check_shl_overflow(1U, id->wzsl + page_shift - SECTOR_SHIFT,
+			       &dev->max_zeroes_sectors))
+		dev->max_zeroes_sectors = UINT_MAX;
 	return 0;
 }
 
 static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
 {
-	struct nvme_lbaf *lbaf = &id->lbaf[nvme_lbaf_index(id->flbas)];
+	unsigned int format = nvme_lbaf_index(id->flbas);
 	u64 nsze = le64_to_cpu(id->nsze);
+	struct nvme_lbaf *lbaf;
 
 	if (!nsze) {
 		dev_err(&dev->pdev->dev, "namespace %u is not active\n",
 			dev->nsid);
 		return -ENODEV;
 	}
+	/* NLBAF is 0-based: formats 0 to NLBAF exist. */
+	if (format > id->nlbaf) {
+		dev_err(&dev->pdev->dev,
+			"namespace %u is in LBA format %u, but has formats 0-%u only\n",
+			dev->nsid, format, id->nlbaf);
+		return -EINVAL;
+	}
+	lbaf = &id->lbaf[format];
 	if (le16_to_cpu(lbaf->ms)) {
 		dev_err(&dev->pdev->dev,
 			"namespace %u has per-block metadata, not supported\n",
@@ -428,8 +446,13 @@ static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
 			dev->nsid, lbaf->ds);
 		return -EOPNOTSUPP;
 	}
+	if (check_shl_overflow(nsze, lbaf->ds - SECTOR_SHIFT, &dev->capacity)) {
+		dev_err(&dev->pdev->dev,
+			"namespace %u: %llu blocks of 2^%u bytes overflow a sector count\n",
+			dev->nsid, nsze, lbaf->ds);
+		return -EINVAL;
+	}
 	dev->lba_shift = lbaf->ds;
-	dev->capacity = nsze << (lbaf->ds - SECTOR_SHIFT);
 	return 0;
 }
 
@@ -641,6 +664,46 @@ static int ssdq_delete_queue(struct ssdq_dev *dev, u8 opcode, u16 qid)
 }
 
 /*
+ * Delete the I/O queues the controller has, SQ before CQ: it ends the
+ * commands still in them. Before a shutdown, which by itself does not stop
+ * command processing, and at teardown.
+ */
+static void ssdq_ctrl_delete_io_queues(struct ssdq_dev *dev)
+{
+	unsigned int qid;
+
+	for (qid = dev->nr_io_queues; qid >= 1; qid--) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		if (q->created && !ssdq_dead(dev) && dev->queues[0].created) {
+			ssdq_delete_queue(dev, nvme_admin_delete_sq, qid);
+			ssdq_delete_queue(dev, nvme_admin_delete_cq, qid);
+		}
+		q->created = false;
+	}
+}
+
+/*
+ * Make sure the controller can no longer DMA, as the caller is about to
+ * fail requests it may still write into, or free memory it may still use:
+ * disable it, and if it will not disable, take its bus mastering away. A
+ * shutdown deletes the I/O queues first and always takes bus mastering
+ * away: CC.SHN leaves the controller enabled. Returns 0 if it stopped as
+ * asked.
+ */
+int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown)
+{
+	int ret;
+
+	if (shutdown)
+		ssdq_ctrl_delete_io_queues(dev);
+	ret = ssdq_ctrl_disable(dev, shutdown);
+	if (ret || shutdown)
+		pci_clear_master(dev->pdev);
+	return ret;
+}
+
+/*
  * Tell the controller about an allocated queue pair: its CQ first, since the
  * SQ names it. At probe and again after every reset.
  */
@@ -748,6 +811,9 @@ int ssdq_ctrl_setup_io_queues(struct ssdq_dev *dev, unsigned int nr_irq,
 		if (ret)
 			return ret;
 	}
+	ret = ssdq_irq_watch_cpus(dev);
+	if (ret)
+		return ret;
 	dev_info(&dev->pdev->dev,
 		 "%u I/O queues (%u polled) of depth %u\n",
 		 dev->nr_io_queues, dev->nr_poll_queues, dev->io_depth);
@@ -764,20 +830,13 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
 {
 	unsigned int qid;
 
-	for (qid = dev->nr_io_queues; qid >= 1; qid--) {
-		struct ssdq_queue *q = &dev->queues[qid];
-
-		if (q->created && !ssdq_dead(dev)) {
-			ssdq_delete_queue(dev, nvme_admin_delete_sq, qid);
-			ssdq_delete_queue(dev, nvme_admin_delete_cq, qid);
-		}
-		q->created = false;
-	}
+	ssdq_ctrl_delete_io_queues(dev);
 	if (dev->queues[0].created)
 		ssdq_ctrl_disable(dev, true);
 	dev->queues[0].created = false;
 	pci_clear_master(dev->pdev);
 
+	ssdq_irq_unwatch_cpus(dev);
 	for (qid = 0; qid <= dev->nr_io_queues; qid++)
 		ssdq_irq_free(&dev->queues[qid]);
 	pci_free_irq_vectors(dev->pdev);

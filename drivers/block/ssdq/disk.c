@@ -98,10 +98,15 @@ static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
 		lim->max_discard_segments = 1;
 		lim->discard_granularity = block;
 	}
-	/* The NLB field of Write Zeroes is 16 bits. */
-	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES)
+	/* The NLB field of Write Zeroes is 16 bits; WZSL may say less. */
+	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES) {
 		lim->max_write_zeroes_sectors =
 			(U16_MAX + 1) << (dev->lba_shift - SECTOR_SHIFT);
+		if (dev->max_zeroes_sectors)
+			lim->max_write_zeroes_sectors =
+				min(lim->max_write_zeroes_sectors,
+				    dev->max_zeroes_sectors);
+	}
 }
 
 static blk_features_t ssdq_disk_features(struct ssdq_dev *dev)

@@ -25,10 +25,13 @@
  *   refuse_dbbuf      the next N Doorbell Buffer Configs are refused
  *   media_errors      the next N CQEs say "Unrecovered Read Error" (reads)
  *                     or "Write Fault" (writes), with DNR: a final error
- * and two settings:
+ * and three settings:
  *   delay_ms          how long delayed completions are held (0-60000)
  *   slow_enable_ms    how long each controller enable takes at least, as
  *                     far as the driver can tell from CSTS.RDY (0-60000)
+ *   gone              1: the controller is gone, as after a surprise
+ *                     removal: CSTS reads all ones, and removal finds the
+ *                     device absent (0-1)
  * Counters: fault/injected, one line per kind, of what was really done.
  *
  * One fault acts at probe, so it is a module parameter:
@@ -112,6 +115,28 @@ unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev)
 	return msecs_to_jiffies(atomic_read(&dev->fault.slow_enable_ms));
 }
 
+/* Does the driver believe the controller is gone? */
+bool ssdq_fault_gone(struct ssdq_dev *dev)
+{
+	return unlikely(READ_ONCE(dev->fault.armed)) &&
+	       atomic_read(&dev->fault.gone);
+}
+
+/*
+ * The kernel's fail-nth (/proc/<pid>/fail-nth, CONFIG_FAULT_INJECTION)
+ * fails the Nth allocation of one task. A sysfs reset and an FLR run their
+ * work on a worker, so the countdown travels with it: the writer swaps its
+ * own for the device's (none) before it queues the work, the work swaps it
+ * in as it starts and out as it ends, the writer swaps back what is left.
+ * A walk of the writer's allocations then covers the work's.
+ */
+void ssdq_fault_nth_swap(struct ssdq_dev *dev)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	swap(current->fail_nth, dev->fault.fail_nth);
+#endif
+}
+
 /* Hold a completion back; the request stays in flight meanwhile. */
 bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req)
 {
@@ -174,8 +199,8 @@ struct ssdq_fault_knob {
 
 #define SSDQ_FAULT_COUNT(_name, _kind) \
 	{ _name, offsetof(struct ssdq_fault, left[_kind]), SSDQ_FAULT_MAX_COUNT }
-#define SSDQ_FAULT_SETTING(_field) \
-	{ #_field, offsetof(struct ssdq_fault, _field), SSDQ_FAULT_MAX_MS }
+#define SSDQ_FAULT_SETTING(_field, _max) \
+	{ #_field, offsetof(struct ssdq_fault, _field), _max }
 
 static const struct ssdq_fault_knob ssdq_fault_knobs[] = {
 	SSDQ_FAULT_COUNT("drop_completions", SSDQ_FAULT_DROP_COMPLETION),
@@ -189,8 +214,9 @@ static const struct ssdq_fault_knob ssdq_fault_knobs[] = {
 	SSDQ_FAULT_COUNT("fatal_status", SSDQ_FAULT_FATAL_STATUS),
 	SSDQ_FAULT_COUNT("refuse_dbbuf", SSDQ_FAULT_REFUSE_DBBUF),
 	SSDQ_FAULT_COUNT("media_errors", SSDQ_FAULT_MEDIA_ERROR),
-	SSDQ_FAULT_SETTING(delay_ms),
-	SSDQ_FAULT_SETTING(slow_enable_ms),
+	SSDQ_FAULT_SETTING(delay_ms, SSDQ_FAULT_MAX_MS),
+	SSDQ_FAULT_SETTING(slow_enable_ms, SSDQ_FAULT_MAX_MS),
+	SSDQ_FAULT_SETTING(gone, 1),
 };
 
 /* fault/injected: what each kind really did, in enum order. */

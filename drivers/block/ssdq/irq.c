@@ -20,7 +20,9 @@
  *            without reaping less per second (ssdq_moder_decide()).
  * A completion never waits for an interrupt that will not come: the unmask
  * path looks at the CQ again, and an interrupt that arrived while masked is
- * replayed by the IRQ core when the vector is unmasked.
+ * replayed by the IRQ core when the vector is unmasked. A queue whose CPUs
+ * all go offline reaps directly until one is back (ssdq_irq_cpu_offline()):
+ * the IRQ core shuts its vector down, which must not be masked then.
  *
  * Every reaper here calls the queue's own (ssdq_queue_reap()): this file
  * decides when a CQ is reaped and by whom, not what a CQE means. Polled
@@ -29,6 +31,7 @@
  * Switches: /sys/block/ssdqN/irq/{mode,budget,defer_us,defer_rounds}
  * Counters: /sys/kernel/debug/ssdq/ssdqN/irq, one line per queue
  */
+#include <linux/cpuhotplug.h>
 #include <linux/interrupt.h>
 #include <linux/irq_poll.h>
 #include <linux/math64.h>
@@ -165,6 +168,8 @@ static void ssdq_moder_update(struct ssdq_queue *q)
 /* Does the handler hand this queue's CQ to irq_poll? */
 static bool ssdq_irq_polls(struct ssdq_queue *q, unsigned int mode)
 {
+	if (READ_ONCE(q->cpus_offline))
+		return false;
 	if (mode == SSDQ_IRQ_ADAPTIVE)
 		return q->irq.level;
 	return mode == SSDQ_IRQ_IRQPOLL;
@@ -397,6 +402,109 @@ int ssdq_queue_reap_alone(struct ssdq_queue *q)
 	found = ssdq_queue_reap(q, INT_MAX, NULL);
 	ssdq_irq_unquiesce(q);
 	return found;
+}
+
+/*
+ * CPU hotplug. The IRQ core shuts a queue's managed vector down when the
+ * last CPU of its affinity goes offline, and starts it again when one comes
+ * back; it does not expect the driver to hold the vector disabled across
+ * either. A queue masked by irqpoll or a deferral would then be unmasked
+ * later on a vector that is shut down (a WARN in irq_startup()) or was
+ * started again meanwhile (an unbalanced enable). So before its last CPU
+ * goes, the queue ends any round or deferral and reaps directly from then
+ * on (cpus_offline); blk-mq drains it afterwards (its own callback runs
+ * later on the way down), and the flag drops when a CPU comes back.
+ */
+static enum cpuhp_state ssdq_cpuhp_state;
+
+/* Is @cpu the last online CPU of the queue's vector? */
+static bool ssdq_irq_last_cpu(struct ssdq_queue *q, unsigned int cpu)
+{
+	const struct cpumask *mask = pci_irq_get_affinity(q->dev->pdev,
+							  q->vector);
+	unsigned int other;
+
+	if (!mask || !cpumask_test_cpu(cpu, mask))
+		return false;
+	for_each_cpu_and(other, mask, cpu_online_mask)
+		if (other != cpu)
+			return false;
+	return true;
+}
+
+static int ssdq_irq_cpu_offline(unsigned int cpu, struct hlist_node *node)
+{
+	struct ssdq_dev *dev = hlist_entry(node, struct ssdq_dev, cpuhp_node);
+	unsigned int qid;
+
+	for (qid = 1; qid <= ssdq_nr_irq_queues(dev); qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+
+		if (!ssdq_irq_last_cpu(q, cpu))
+			continue;
+		WRITE_ONCE(q->cpus_offline, true);
+		/* Ends a round or deferral, and with it the vector's mask. */
+		ssdq_irq_quiesce(q);
+		ssdq_irq_unquiesce(q);
+	}
+	return 0;
+}
+
+static int ssdq_irq_cpu_online(unsigned int cpu, struct hlist_node *node)
+{
+	struct ssdq_dev *dev = hlist_entry(node, struct ssdq_dev, cpuhp_node);
+	unsigned int qid;
+
+	for (qid = 1; qid <= ssdq_nr_irq_queues(dev); qid++) {
+		struct ssdq_queue *q = &dev->queues[qid];
+		const struct cpumask *mask =
+			pci_irq_get_affinity(dev->pdev, q->vector);
+
+		if (mask && cpumask_test_cpu(cpu, mask))
+			WRITE_ONCE(q->cpus_offline, false);
+	}
+	return 0;
+}
+
+int __init ssdq_irq_hotplug_init(void)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "block/ssdq:online",
+				      ssdq_irq_cpu_online,
+				      ssdq_irq_cpu_offline);
+	if (ret < 0)
+		return ret;
+	ssdq_cpuhp_state = ret;
+	return 0;
+}
+
+void ssdq_irq_hotplug_exit(void)
+{
+	cpuhp_remove_multi_state(ssdq_cpuhp_state);
+}
+
+/*
+ * Watch the CPUs for the I/O queues' vectors, once they are requested; stop
+ * before they are freed. (A vector whose CPUs are all offline already is
+ * shut down: its handler does not run, and nothing masks it.)
+ */
+int ssdq_irq_watch_cpus(struct ssdq_dev *dev)
+{
+	int ret;
+
+	ret = cpuhp_state_add_instance_nocalls(ssdq_cpuhp_state,
+					       &dev->cpuhp_node);
+	dev->watching_cpus = !ret;
+	return ret;
+}
+
+void ssdq_irq_unwatch_cpus(struct ssdq_dev *dev)
+{
+	if (dev->watching_cpus)
+		cpuhp_state_remove_instance_nocalls(ssdq_cpuhp_state,
+						    &dev->cpuhp_node);
+	dev->watching_cpus = false;
 }
 
 /* A new budget reaches irq_poll, which reads its weight afresh each round. */

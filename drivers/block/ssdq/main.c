@@ -124,13 +124,18 @@ static void ssdq_remove(struct pci_dev *pdev)
 	 * Surprise removal, or a link in error: fail I/O now rather than wait
 	 * for timeouts, or for a PCI error recovery that cannot finish now.
 	 */
-	if (!pci_device_is_present(pdev) || pci_channel_offline(pdev))
+	if (!pci_device_is_present(pdev) || ssdq_fault_gone(dev) ||
+	    pci_channel_offline(pdev))
 		ssdq_dev_fail(dev, "device removed");
 	ssdq_disk_del(dev);
 	/* No request is left, so no delayed completion either. */
 	cancel_delayed_work_sync(&dev->fault.delay_work);
-	/* Nor a reset: the sysfs file that asks for one is gone. */
+	/*
+	 * Nor a reset: the sysfs file that asks for one is gone, and an FLR
+	 * holds the device lock, as removal does.
+	 */
 	cancel_work_sync(&dev->reset_work);
+	cancel_work_sync(&dev->pci_reset_work);
 	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
 	ssdq_disk_free(dev);
@@ -203,12 +208,20 @@ static int __init ssdq_init(void)
 	ret = ssdq_recovery_wq_init();
 	if (ret)
 		return ret;
+	ret = ssdq_irq_hotplug_init();
+	if (ret)
+		goto wq_exit;
 	ssdq_debugfs_root = debugfs_create_dir("ssdq", NULL);
 	ret = pci_register_driver(&ssdq_pci_driver);
-	if (ret) {
-		debugfs_remove_recursive(ssdq_debugfs_root);
-		ssdq_recovery_wq_exit();
-	}
+	if (ret)
+		goto debugfs_remove;
+	return 0;
+
+debugfs_remove:
+	debugfs_remove_recursive(ssdq_debugfs_root);
+	ssdq_irq_hotplug_exit();
+wq_exit:
+	ssdq_recovery_wq_exit();
 	return ret;
 }
 
@@ -216,6 +229,7 @@ static void __exit ssdq_exit(void)
 {
 	pci_unregister_driver(&ssdq_pci_driver);
 	debugfs_remove_recursive(ssdq_debugfs_root);
+	ssdq_irq_hotplug_exit();
 	ssdq_recovery_wq_exit();
 	ida_destroy(&ssdq_instance_ida);
 }

@@ -23,10 +23,16 @@
  *
  * Every step runs under dev->recovery_lock, so a timeout, a second timeout,
  * a reset asked for through sysfs (run by a work item, so that no signal to
- * the writer can cut it short), a reset by the PCI core (FLR: held from
- * reset_prepare to reset_done) and PCI error recovery (AER, DPC) never
- * overlap. Removal waits in del_gendisk() for in-flight I/O, which recovery
- * keeps completing.
+ * the writer can cut it short), a reset by the PCI core (FLR: reset_prepare
+ * takes the requests back, reset_done's work item restarts the controller;
+ * in between, pci_reset_stopped keeps other resets off) and PCI error
+ * recovery (AER, DPC) never overlap. Removal waits in del_gendisk() for
+ * in-flight I/O, which recovery keeps completing.
+ *
+ * Giving up on a controller fails every request first, lets the queues run
+ * so that what was parked fails too, and only then marks the disk dead: a
+ * filesystem on it then evicts its inodes, which waits for their writeback
+ * to end (Documentation/recovery.rst, "The dead controller").
  *
  * Who may complete a request (Documentation/recovery.rst has the rules):
  * the reaper that finds its CQE marks it complete before handing it on; a
@@ -77,14 +83,24 @@ static bool ssdq_cancel_rq(struct request *req, void *data)
 	return true;
 }
 
+/* How ssdq_take_back() stops the controller, and what a failure means. */
+enum ssdq_stop {
+	SSDQ_STOP_RESET,	/* CC.EN = 0; one that will not disable is dead */
+	SSDQ_STOP_PCI_RESET,	/* ... but an FLR, next, resets it anyway */
+	SSDQ_STOP_SHUTDOWN,	/* CC.SHN, then dead: nothing runs again */
+};
+
 /*
  * Take every request back from the controller: stop submissions, stop its
- * DMA, let what it did complete finish normally, and cancel the rest.
- * Leaves the queues quiesced and the interrupts off. A controller shut down
- * (CC.SHN) or that would not disable is dead: its requests fail. Returns 0
- * if the controller stopped as asked.
+ * DMA, let what it did complete finish normally, and cancel the rest. Leaves
+ * the controller stopped: queues quiesced, interrupts off, nothing in
+ * flight. Before the caller drops recovery_lock, it restarts the
+ * controller (ssdq_restart_locked()), gives up on it (ssdq_give_up()), or
+ * leaves it to the PCI core's reset (pci_reset_stopped, pci_error_stopped).
+ * A controller that would not disable, or was shut down, is dead: what is
+ * taken back fails. Returns 0 if the controller stopped as asked.
  */
-static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
+static int ssdq_take_back(struct ssdq_dev *dev, enum ssdq_stop how)
 {
 	unsigned int qid;
 	int ret;
@@ -99,18 +115,15 @@ static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 		pci_clear_master(dev->pdev);
 		ret = 0;
 	} else {
-		ret = ssdq_ctrl_stop_dma(dev, shutdown);
+		ret = ssdq_ctrl_stop_dma(dev, how == SSDQ_STOP_SHUTDOWN);
 	}
-	if (ret) {
-		/* It may still be running: never reuse it. */
-		if (!test_and_set_bit(SSDQ_DEAD, &dev->flags)) {
-			dev_err(&dev->pdev->dev,
-				"controller does not disable, failing it for good\n");
-			blk_mark_disk_dead(dev->disk);
-		}
-	} else if (shutdown) {
+	/* It may still be running (without bus mastering): never reuse it. */
+	if (ret && how != SSDQ_STOP_PCI_RESET &&
+	    !test_and_set_bit(SSDQ_DEAD, &dev->flags))
+		dev_err(&dev->pdev->dev,
+			"controller does not disable, failing it for good\n");
+	if (how == SSDQ_STOP_SHUTDOWN)
 		set_bit(SSDQ_DEAD, &dev->flags);
-	}
 	ssdq_set_irqs(dev, false);
 	for (qid = 1; qid <= dev->nr_io_queues; qid++) {
 		struct ssdq_queue *q = &dev->queues[qid];
@@ -128,11 +141,7 @@ static int ssdq_take_back(struct ssdq_dev *dev, bool shutdown)
 	return ret;
 }
 
-/*
- * After ssdq_take_back() on a controller that stays dead: let the queues
- * run again, so that what is queued or requeued fails at once instead of
- * waiting.
- */
+/* The other way: interrupts on, the queues running, the requeued run. */
 static void ssdq_resume_io(struct ssdq_dev *dev)
 {
 	ssdq_set_irqs(dev, true);
@@ -140,20 +149,37 @@ static void ssdq_resume_io(struct ssdq_dev *dev)
 	blk_mq_kick_requeue_list(dev->disk->queue);
 }
 
-/* Disable the controller for good and fail whatever it still owes. */
+/*
+ * Give up on a stopped controller for good. Dead, it fails what the queues
+ * hold as soon as they run again; only then is the disk marked dead, which
+ * makes a filesystem on it evict its inodes and wait for their writeback.
+ * The other way round, that wait would be for requests parked in a
+ * quiesced queue: forever, under recovery_lock. (nvme does the same: fail
+ * and unquiesce, then mark the namespaces dead.)
+ */
+static void ssdq_give_up(struct ssdq_dev *dev, const char *why)
+{
+	if (!test_and_set_bit(SSDQ_DEAD, &dev->flags))
+		dev_err(&dev->pdev->dev,
+			"disabling the controller for good: %s\n", why);
+	ssdq_resume_io(dev);
+	blk_mark_disk_dead(dev->disk);
+}
+
+/*
+ * Disable the controller for good and fail whatever it still owes: from a
+ * running controller, or one stopped for PCI error recovery. A dead one
+ * was given up on already (dead never outlives recovery_lock stopped).
+ */
 static void ssdq_fail_locked(struct ssdq_dev *dev, const char *why)
 {
 	lockdep_assert_held(&dev->recovery_lock);
-	if (test_and_set_bit(SSDQ_DEAD, &dev->flags))
+	if (ssdq_dead(dev))
 		return;
-	dev_err(&dev->pdev->dev, "disabling the controller for good: %s\n",
-		why);
-	/* A frozen link's requests were taken back already, and not resumed. */
 	if (!dev->pci_error_stopped)
-		ssdq_take_back(dev, false);
+		ssdq_take_back(dev, SSDQ_STOP_RESET);
 	dev->pci_error_stopped = false;
-	blk_mark_disk_dead(dev->disk);
-	ssdq_resume_io(dev);
+	ssdq_give_up(dev, why);
 }
 
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
@@ -164,9 +190,11 @@ void ssdq_dev_fail(struct ssdq_dev *dev, const char *why)
 }
 
 /*
- * The second half of every reset, after ssdq_take_back(): bring the controller
- * back with the same queues and run the requests it took back. A controller
- * that does not come back is failed.
+ * The second half of every reset, after ssdq_take_back(): bring the
+ * controller back with the same queues and run the requests it took back.
+ * One that does not come back is given up on; unless its link went down
+ * meanwhile: then PCI error recovery, which has begun, restarts it after
+ * the link reset (slot_reset) or gives up on it.
  */
 static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 			       const char *why)
@@ -176,24 +204,49 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 	s64 ms;
 
 	lockdep_assert_held(&dev->recovery_lock);
-	if (!ssdq_dead(dev))
+	if (!ssdq_dead(dev)) {
 		ssdq_ctrl_reset_rings(dev);
-	ssdq_set_irqs(dev, true);
-	if (!ssdq_dead(dev))
+		ssdq_set_irqs(dev, true);
 		ret = ssdq_ctrl_restart(dev);
-	if (ret) {
+		if (ret)
+			ssdq_set_irqs(dev, false);
+	}
+	if (!ret) {
+		ssdq_unquiesce_tagset(&dev->tag_set);
+		blk_mq_kick_requeue_list(dev->disk->queue);
+	} else if (pci_channel_offline(dev->pdev)) {
+		atomic64_inc(&dev->recovery.reset_failures);
+		dev_warn(&dev->pdev->dev,
+			 "reset failed with the PCI link offline: leaving it to PCI error recovery\n");
+		dev->pci_error_start = start;
+		dev->pci_error_stopped = true;
+	} else {
 		atomic64_inc(&dev->recovery.reset_failures);
 		snprintf(failed.s, sizeof(failed.s), "reset failed: %s",
 			 ssdq_result_str(&m, ret));
-		ssdq_fail_locked(dev, failed.s);
+		ssdq_give_up(dev, failed.s);
 	}
-	ssdq_unquiesce_tagset(&dev->tag_set);
-	blk_mq_kick_requeue_list(dev->disk->queue);
 	ms = ktime_ms_delta(ktime_get(), start);
 	trace_ssdq_reset(dev, why, ret, ms);
 	if (!ret)
 		dev_info(&dev->pdev->dev, "reset done in %lld ms\n", ms);
 	return ret;
+}
+
+/*
+ * After the PCI core reset the function or the link, the requests were
+ * taken back already. Not every reset reaches the device (and an FLR may
+ * have failed): disable it to be sure, then bring it back.
+ */
+static int ssdq_restart_after_pci_reset(struct ssdq_dev *dev, ktime_t start,
+					const char *why)
+{
+	if (ssdq_ctrl_stop_dma(dev, false)) {
+		atomic64_inc(&dev->recovery.reset_failures);
+		ssdq_give_up(dev, "controller does not disable after a PCI reset");
+		return -ENODEV;
+	}
+	return ssdq_restart_locked(dev, start, why);
 }
 
 static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
@@ -203,43 +256,80 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 	lockdep_assert_held(&dev->recovery_lock);
 	if (ssdq_dead(dev))
 		return -ENODEV;
-	/* The PCI core is recovering the link; slot_reset restarts it. */
-	if (dev->pci_error_stopped)
+	/* The PCI core is resetting the function or the link: it restarts. */
+	if (dev->pci_error_stopped || dev->pci_reset_stopped)
 		return -EBUSY;
 	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
 	atomic64_inc(&dev->recovery.resets);
-	ssdq_take_back(dev, false);
+	ssdq_take_back(dev, SSDQ_STOP_RESET);
 	return ssdq_restart_locked(dev, start, why);
+}
+
+/*
+ * Requested resets run on ssdq's own workqueue: unbound, as a reset sleeps
+ * for seconds, and with a rescuer (WQ_MEM_RECLAIM), as the writes it
+ * brings back may be what frees memory. (The kernel's shared unbound
+ * queue has no rescuer, and is deprecated since 7.0.)
+ */
+static struct workqueue_struct *ssdq_reset_wq;
+
+/*
+ * A writer's reset (sysfs, or the restart after an FLR) runs on that
+ * workqueue while the writer waits: a fatal signal to the writer would cut
+ * ssdq_wait_ready() short and leave the controller dead. The writer's
+ * fail-nth countdown goes with the work (fault.c).
+ */
+static void ssdq_recovery_run(struct ssdq_dev *dev, struct work_struct *work)
+{
+	ssdq_fault_nth_swap(dev);
+	queue_work(ssdq_reset_wq, work);
+	flush_work(work);
+	ssdq_fault_nth_swap(dev);
 }
 
 /*
  * A reset by the PCI core (a function-level reset through sysfs "reset", or
  * one a driver or the hypervisor asks for) wipes the controller's state.
- * Before it, take every request back as a reset does; after it, start the
- * controller again. recovery_lock is held from one call to the other: no
- * timeout or reset may touch the controller in between.
+ * Before it, take every request back as a reset does; a disable that fails
+ * leaves the controller without bus mastering until the reset. After it,
+ * start the controller again from a work item. In between, the controller
+ * is stopped (pci_reset_stopped): timeouts find nothing in flight, and a
+ * sysfs reset fails with EBUSY.
  */
 void ssdq_pci_reset_prepare(struct ssdq_dev *dev)
 {
 	mutex_lock(&dev->recovery_lock);
-	dev->pci_reset_start = ktime_get();
 	/* Dead, or stopped for PCI error recovery, whose slot_reset restarts it. */
-	if (ssdq_dead(dev) || dev->pci_error_stopped)
-		return;
-	dev_warn(&dev->pdev->dev, "resetting the controller: PCI reset\n");
-	atomic64_inc(&dev->recovery.resets);
-	atomic64_inc(&dev->recovery.pci_resets);
-	ssdq_take_back(dev, false);
-	dev->pci_reset_stopped = true;
+	if (!ssdq_dead(dev) && !dev->pci_error_stopped) {
+		dev_warn(&dev->pdev->dev, "resetting the controller: PCI reset\n");
+		atomic64_inc(&dev->recovery.resets);
+		atomic64_inc(&dev->recovery.pci_resets);
+		dev->pci_reset_start = ktime_get();
+		ssdq_take_back(dev, SSDQ_STOP_PCI_RESET);
+		dev->pci_reset_stopped = true;
+	}
+	mutex_unlock(&dev->recovery_lock);
+}
+
+static void ssdq_pci_reset_work(struct work_struct *work)
+{
+	struct ssdq_dev *dev = container_of(work, struct ssdq_dev,
+					    pci_reset_work);
+
+	ssdq_fault_nth_swap(dev);
+	mutex_lock(&dev->recovery_lock);
+	if (dev->pci_reset_stopped) {
+		dev->pci_reset_stopped = false;
+		ssdq_restart_after_pci_reset(dev, dev->pci_reset_start,
+					     "PCI reset");
+	}
+	mutex_unlock(&dev->recovery_lock);
+	ssdq_fault_nth_swap(dev);
 }
 
 void ssdq_pci_reset_done(struct ssdq_dev *dev)
 {
-	lockdep_assert_held(&dev->recovery_lock);
-	if (dev->pci_reset_stopped)
-		ssdq_restart_locked(dev, dev->pci_reset_start, "PCI reset");
-	dev->pci_reset_stopped = false;
-	mutex_unlock(&dev->recovery_lock);
+	ssdq_recovery_run(dev, &dev->pci_reset_work);
 }
 
 /*
@@ -284,7 +374,7 @@ pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
 			 "resetting the controller: PCI error, link frozen\n");
 		dev->pci_error_start = ktime_get();
 		atomic64_inc(&dev->recovery.resets);
-		ssdq_take_back(dev, false);
+		ssdq_take_back(dev, SSDQ_STOP_RESET);
 		dev->pci_error_stopped = true;
 	}
 	mutex_unlock(&dev->recovery_lock);
@@ -306,38 +396,44 @@ pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev)
 	mutex_lock(&dev->recovery_lock);
 	if (!dev->pci_error_stopped) {
 		ret = ssdq_reset_locked(dev, why);
-	} else if (ssdq_ctrl_stop_dma(dev, false)) {
-		atomic64_inc(&dev->recovery.reset_failures);
-		ssdq_fail_locked(dev, "controller does not disable after a PCI reset");
-		ret = -ENODEV;
 	} else {
 		dev->pci_error_stopped = false;
-		ret = ssdq_restart_locked(dev, dev->pci_error_start, why);
+		ret = ssdq_restart_after_pci_reset(dev, dev->pci_error_start,
+						   why);
 	}
 	mutex_unlock(&dev->recovery_lock);
 	return ret ? PCI_ERS_RESULT_DISCONNECT : PCI_ERS_RESULT_RECOVERED;
 }
 
 /*
- * System shutdown: the controller flushes its cache (CC.SHN) and stays off.
- * Under recovery_lock, and dead from then on, so that no timeout can reset
- * it back to life afterwards.
+ * System shutdown: the controller flushes its cache (CC.SHN) and stays off,
+ * as nvme's does. First the requests already entered get a while to finish
+ * (a freeze, outside recovery_lock: a timeout among them may need it).
+ * Then, under the lock: the I/O queues are deleted, CC.SHN written, bus
+ * mastering taken away (CC.SHN does not stop the controller), and only then
+ * is anything reaped or cancelled. Dead from then on, so no timeout can
+ * reset it back to life; what is still queued fails at once.
  */
 void ssdq_dev_shutdown(struct ssdq_dev *dev)
 {
+	struct request_queue *q = dev->disk->queue;
 	ktime_t start = ktime_get();
 
+	blk_freeze_queue_start(q);
+	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
+		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
 	mutex_lock(&dev->recovery_lock);
 	if (dev->pci_error_stopped) {
 		/* A frozen link: no register access; its requests fail. */
 		ssdq_fail_locked(dev, "system shutdown during PCI error recovery");
 	} else if (!ssdq_dead(dev)) {
-		if (!ssdq_take_back(dev, true))
+		if (!ssdq_take_back(dev, SSDQ_STOP_SHUTDOWN))
 			dev_info(&dev->pdev->dev, "shut down in %lld ms\n",
 				 ktime_ms_delta(ktime_get(), start));
 		ssdq_resume_io(dev);
 	}
 	mutex_unlock(&dev->recovery_lock);
+	ssdq_unfreeze_queue(q);
 }
 
 /* Returns 0 if the controller aborted the command, else why not. */
@@ -447,24 +543,19 @@ static void ssdq_reset_work(struct work_struct *work)
 {
 	struct ssdq_dev *dev = container_of(work, struct ssdq_dev, reset_work);
 
+	ssdq_fault_nth_swap(dev);
 	mutex_lock(&dev->recovery_lock);
 	dev->reset_result = ssdq_reset_locked(dev, "requested through sysfs");
 	mutex_unlock(&dev->recovery_lock);
+	ssdq_fault_nth_swap(dev);
 }
 
 void ssdq_recovery_init(struct ssdq_dev *dev)
 {
 	mutex_init(&dev->recovery_lock);
 	INIT_WORK(&dev->reset_work, ssdq_reset_work);
+	INIT_WORK(&dev->pci_reset_work, ssdq_pci_reset_work);
 }
-
-/*
- * Requested resets run on ssdq's own workqueue: unbound, as a reset sleeps
- * for seconds, and with a rescuer (WQ_MEM_RECLAIM), as the writes it
- * brings back may be what frees memory. (The kernel's shared unbound
- * queue has no rescuer, and is deprecated since 7.0.)
- */
-static struct workqueue_struct *ssdq_reset_wq;
 
 int __init ssdq_recovery_wq_init(void)
 {
@@ -478,15 +569,10 @@ void ssdq_recovery_wq_exit(void)
 	destroy_workqueue(ssdq_reset_wq);
 }
 
-/*
- * recovery/reset: the writer waits for the reset, but does not run it: a
- * fatal signal to it would cut ssdq_wait_ready() short and leave the
- * controller dead.
- */
+/* recovery/reset: the writer waits for the reset, run by a work item. */
 static int ssdq_recovery_reset(struct ssdq_dev *dev, unsigned int val)
 {
-	queue_work(ssdq_reset_wq, &dev->reset_work);
-	flush_work(&dev->reset_work);
+	ssdq_recovery_run(dev, &dev->reset_work);
 	return READ_ONCE(dev->reset_result);
 }
 
@@ -543,12 +629,13 @@ bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status)
 {
 	struct ssdq_iod *iod = ssdq_iod(req);
 
-	if (ssdq_dead(dev) || iod->retries >= SSDQ_MAX_RETRIES)
+	if (ssdq_dead(dev) || iod->retries >= SSDQ_MAX_RETRIES ||
+	    blk_noretry_request(req))
 		return false;
 	if ((status & NVME_SCT_SC_MASK) == NVME_SC_HOST_ABORTED_CMD) {
 		atomic64_inc(&dev->recovery.requeued);
 	} else {
-		if ((status & NVME_STATUS_DNR) || blk_noretry_request(req))
+		if (status & NVME_STATUS_DNR)
 			return false;
 		atomic64_inc(&dev->recovery.retried);
 	}
