@@ -70,8 +70,9 @@ LBS4K_TESTS="load integrity flush-discard recovery"
 DKMS_KERNELS=(6.1)
 
 export DUT=${DUT:-ssdq}
-# Device-side counters for the tests: SQ doorbell writes, flushes, DSM.
-trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm,pci_nvme_mmio_shutdown_set}
+# Device-side counters for the tests: SQ doorbell writes, flushes, DSM; a
+# shutdown's queue deletions and CC.SHN, and config writes (bus mastering).
+trace_events=${SSDQ_TRACE_EVENTS:-pci_nvme_mmio_doorbell_sq,pci_nvme_flush_ns,pci_nvme_dsm,pci_nvme_mmio_shutdown_set,pci_nvme_del_sq,pci_cfg_write}
 # Sparse images; past the tests' 512 MiB layout (tests/lib.sh) lies the
 # long discard of flush-discard, which must exceed the device's DMRSL
 # (about 2 GiB in QEMU).
@@ -294,11 +295,18 @@ prod_lane() {
 		boot_suite "$out/lbs4k" -4k --lbs 4096 -t 900 --img-mb "$img_mb" \
 			--trace "$trace_events" -- "${tests[@]}"
 	fi
-	# Every DMA mapping bounced through swiotlb: the queue's largest request
-	# must still map (dma-limits only, one cheap boot).
-	if [[ " ${every[*]} " == *" dma-limits "* ]]; then
-		SSDQ_APPEND=swiotlb=force boot_suite "$out/swiotlb" -swiotlb -t 600 -- dma-limits
-	fi
+	swiotlb_boots boot_suite "$out/swiotlb" -swiotlb -t 600
+}
+
+# Every DMA mapping bounced through swiotlb, on 512-byte and 4 KiB LBAs:
+# the queue's largest request must still map, and unaligned buffers keep
+# their offsets (dma-limits only, two cheap boots per lane).
+swiotlb_boots() { # boot-function dir suffix args...
+	local boot=$1 dir=$2 suffix=$3
+	shift 3
+	[[ " ${every[*]} " == *" dma-limits "* ]] || return 0
+	SSDQ_APPEND=swiotlb=force "$boot" "$dir" "$suffix" "$@" -- dma-limits
+	SSDQ_APPEND=swiotlb=force "$boot" "$dir-4k" "${suffix/swiotlb/swiotlb-4k}" --lbs 4096 "$@" -- dma-limits
 }
 
 # Of the selected tests (arguments), those of LBS4K_TESTS, in its order.
@@ -415,6 +423,12 @@ debug_lane() {
 		debug_boot "$dir" "$out/debug-lbs4k" "$tmo" -4k-debug --lbs 4096 \
 			--trace "$trace_events" -- "${tests[@]}"
 	fi
+	swiotlb_boots debug_boot_in "$out/debug-swiotlb" -swiotlb-debug
+}
+
+# debug_boot with the kernel directory and timeout of the lane.
+debug_boot_in() { # bootdir suffix vm-args... -- names...
+	debug_boot "$dir" "$1" "$tmo" "${@:2}"
 }
 
 debug_boot() { # kernel-dir bootdir timeout suffix vm-args... -- names...

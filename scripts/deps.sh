@@ -12,6 +12,7 @@ pkgs=(
 	sparse shellcheck
 	qemu-system-x86 busybox-static
 	fio nvme-cli
+	dmsetup # 82-lifecycle: dm-multipath over the disk (REQ_FAILFAST_*)
 	xfsprogs e2fsprogs # 45-filesystem: mkfs, fsck, xfs_repair
 	libaio-dev # the tests' static fio (scripts/test-fio.sh)
 	openssl    # the tests' data patterns (tests/lib.sh)

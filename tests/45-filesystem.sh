@@ -34,15 +34,7 @@ files() { # tag want-write want-read fio-args...
 total=$((4 * 8 * FSZ))
 
 for fs in ext4 xfs; do
-	# The kernel's own request_module() runs the initramfs's modprobe, not
-	# the one of the userland the tests run in (the debug kernel has both
-	# built in).
-	grep -qw "$fs" /proc/filesystems || modprobe "$fs" || fail "modprobe $fs failed"
-	case $fs in
-	ext4) mkfs.ext4 -F -q "$DEV" ;;
-	xfs) mkfs.xfs -f -q "$DEV" ;;
-	esac
-	ok "mkfs.$fs on $DEV"
+	fs_mkfs "$fs"
 	mount -t "$fs" "$DEV" "$mnt"
 	files "$fs-write" "$total" "$total"
 
@@ -55,11 +47,7 @@ for fs in ext4 xfs; do
 	files "$fs-after-trim" - "$total" --verify_only=1
 
 	umount "$mnt"
-	case $fs in
-	ext4) out=$(fsck.ext4 -fn "$DEV" 2>&1) || fail "fsck.ext4 -fn: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
-	xfs) out=$(xfs_repair -n "$DEV" 2>&1) || fail "xfs_repair -n: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
-	esac
-	ok "$fs: the checker finds the filesystem clean after unmount"
+	fs_check "$fs"
 
 	echo 3 >/proc/sys/vm/drop_caches
 	mount -t "$fs" "$DEV" "$mnt"

@@ -19,6 +19,16 @@ assert_eq "write_cache" "$(sysq write_cache)" "write back"
 assert_eq "fua" "$(sysq fua)" 1
 assert_gt "discard_max_bytes" "$(sysq discard_max_bytes)" 0
 assert_gt "write_zeroes_max_bytes" "$(sysq write_zeroes_max_bytes)" 0
+if [[ $DUT == ssdq ]]; then
+	# A Write Zeroes covers at most 65536 blocks (NLB is 16 bits), and at
+	# most WZSL (2^WZSL pages of 4 KiB on QEMU) when the device sets it.
+	wzsl=$(device_id wzsl nvm-id-ctrl) || fail "could not read WZSL from the device model"
+	lbs=$(sysq logical_block_size)
+	want=$((65536 * lbs))
+	((wzsl == 0 || (4096 << wzsl) >= want)) || want=$((4096 << wzsl))
+	log "device model WZSL=$wzsl"
+	assert_eq "write_zeroes_max_bytes (NLB, WZSL)" "$(sysq write_zeroes_max_bytes)" "$want"
+fi
 
 # Device-side counts from QEMU's trace (check.sh enables pci_nvme_flush_ns
 # and pci_nvme_dsm). The events don't name the controller; the reference

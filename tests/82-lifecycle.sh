@@ -12,6 +12,8 @@
 #   CSTS.CFS at a timeout                  reset at once, no Abort
 #   Doorbell Buffer Config refused         back to MMIO doorbells
 #   a fatal signal to the sysfs reset      the reset still completes
+#   ... and to an FLR's writer             the restart still completes
+#   REQ_FAILFAST_* I/O (dm-multipath)      fails on a reset, not requeued
 #   function-level resets (FLR)            no timeout, nothing lost
 #   unbind in irqpoll with deferral        the timer is stopped first
 #   a controller that will not disable     bus mastering off before failing
@@ -169,6 +171,65 @@ wait "$wpid" 2>/dev/null || true
 echo 0 >"$FAULT/slow_enable_ms"
 assert_eq "controller alive after its reset's writer was killed" "$(rec dead)" 0
 verify after-kill $((SZ / 4))
+
+# --- 6: the same for a function-level reset: the PCI core calls
+# reset_prepare and reset_done in the writer's context, and the restart
+# after the FLR, which waits for the controller (2 s here), runs in a work
+# item. A restart in the writer's context would see the kill and give up.
+p0=$(rec pci_resets) rf0=$(rec reset_failures)
+echo 2000 >"$FAULT/slow_enable_ms"
+(pci_reset 2>/dev/null) &
+wpid=$!
+flr_started() { (($(rec pci_resets) > p0)); }
+wait_for 20 "the FLR to start" flr_started
+kill -9 "$wpid" 2>/dev/null || true
+wait_for 30 "the killed FLR writer to exit" writer_gone
+wait "$wpid" 2>/dev/null || true
+echo 0 >"$FAULT/slow_enable_ms"
+assert_eq "reset failures after the FLR's writer was killed" "$(($(rec reset_failures) - rf0))" 0
+assert_eq "controller alive after its FLR's writer was killed" "$(rec dead)" 0
+verify after-flr-kill $((SZ / 4))
+
+# --- REQ_FAILFAST_*: a request whose submitter wants no retries fails
+# when a reset takes it back, as on nvme, instead of running again.
+# dm-multipath's bios carry REQ_FAILFAST_TRANSPORT: one that fails fails
+# its path, which dm-multipath then says (a path of one, so the writer
+# sees the error). Where the kernel has no dm-multipath (the debug
+# kernel), this case is only logged.
+if modprobe -q dm_multipath 2>/dev/null && modprobe -q dm_round_robin 2>/dev/null &&
+	command -v dmsetup >/dev/null; then
+	majmin=$(cat "/sys/block/$DISK/dev")
+	# Removed whatever happens: it holds the disk, and rmmod.
+	trap 'dmsetup remove ssdq-mp 2>/dev/null || true' EXIT
+	echo "0 $(blockdev --getsz "$DEV") multipath 0 0 1 1 round-robin 0 1 1 $majmin 1" |
+		dmsetup create ssdq-mp
+	# No udev here: the node devtmpfs made, by its kernel name.
+	mp=/dev/$(dmsetup info -c --noheadings -o blkdevname ssdq-mp)
+	wait_for 10 "$mp" test -b "$mp"
+	path_state() { dmsetup status ssdq-mp | awk -v p="$majmin" '{ for (i = 1; i < NF; i++) if ($i == p) print $(i + 1) }'; }
+	assert_eq "the multipath's path before the reset" "$(path_state)" A
+	q0=$(rec requeued)
+	fio --name=failfast --filename="$mp" --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --offset="$REG_UNBIND_OFF" --size=$((64 * MiB)) \
+		--iodepth=16 --time_based --runtime=120 --output=/dev/null >/dev/null 2>&1 &
+	fpid=$!
+	s0=$(col_sum "$DBG/plugging" submitted)
+	mp_busy() { (($(col_sum "$DBG/plugging" submitted) > s0 + 50)); }
+	wait_for 20 "I/O through the multipath" mp_busy
+	sysfs_reset
+	path_failed() { [[ $(path_state) == F ]]; }
+	wait_for 10 "dm-multipath to fail the path after the reset" path_failed
+	ok "a reset failed dm-multipath's requests (REQ_FAILFAST_TRANSPORT): the path failed"
+	wait_for 30 "the writer to exit" fio_gone
+	wait "$fpid" || true
+	assert_eq "requests requeued by the reset (all were failfast)" "$(($(rec requeued) - q0))" 0
+	dmsetup remove ssdq-mp
+	trap - EXIT
+	assert_eq "controller alive" "$(rec dead)" 0
+	allow_dmesg 'multipath|Failing path|I/O error'
+else
+	log "no dm-multipath in this kernel: REQ_FAILFAST_* requests on a reset not tried"
+fi
 
 # --- 9: Doorbell Buffer Config refused after a reset: MMIO doorbells
 # from then on, every SQ tail update an MMIO write.

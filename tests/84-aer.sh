@@ -7,6 +7,8 @@
 #                         request back before (no register access), restarts
 #                         the controller after (slot_reset); nothing lost,
 #                         no request waits for a timeout
+#   ... during a reset    the reset stops waiting for the controller and
+#                         leaves it to the link reset, which restarts it
 #   a controller that     recovery fails: ssdq fails the controller for
 #   will not restart      good (bus mastering off first), I/O gets EIO at
 #                         once, the module unloads
@@ -23,19 +25,7 @@ cd /tmp
 	skip "ssdq-only (its counters are ssdq's debugfs); nothing to do for $DUT"
 }
 
-# The root port above the controller, and its AER driver.
-port=$(readlink -f "/sys/bus/pci/devices/$PCI_DUT/..")
-port=${port##*/}
-[[ $port =~ ^[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$ ]] ||
-	fail "no PCI Express root port above $PCI_DUT (this test needs vm.sh --pcie)"
-port_bus=$((16#${BASH_REMATCH[1]})) port_dev=$((16#${BASH_REMATCH[2]})) port_fn=${BASH_REMATCH[3]}
-assert_present "/sys/bus/pci/devices/$port/aer_rootport_total_err_fatal"
-modprobe aer_inject || fail "modprobe aer_inject failed (CONFIG_PCIEAER_INJECT)"
-ok "root port $port has AER; aer_inject loaded"
-
-# The debug kernel boots with acpi=noirq: a device behind a bridge gets its
-# legacy interrupt by the bridge's swizzle, which the PCI core says once.
-allow_dmesg 'using bridge .* INT [A-D] to get IRQ'
+aer_setup
 dut_load poll_queues=1
 DBG=/sys/kernel/debug/ssdq/$DISK
 FAULT=$DBG/fault
@@ -48,27 +38,14 @@ port_errs() { # fatal|nonfatal: the root port's count of reported errors
 	local k v
 	while read -r k v; do
 		[[ $k == TOTAL_ERR_* ]] && { echo "$v"; return; }
-	done <"/sys/bus/pci/devices/$port/aer_dev_$1"
+	done <"/sys/bus/pci/devices/$AER_PORT/aer_dev_$1"
 }
 
-# Have the root port report an uncorrectable error (struct aer_error_inj:
-# bus, dev, fn, then the uncorrectable status bits). Severity follows the
-# port's severity register: Malformed TLP (bit 18) is fatal by default,
-# Unsupported Request (bit 20) non-fatal.
-MALF_TLP=$((1 << 18)) UNSUP_REQ=$((1 << 20))
-inject() { # uncor-status
-	python3 -c '
-import os, struct, sys
-b, d, f, unc = (int(x) for x in sys.argv[1:])
-fd = os.open("/dev/aer_inject", os.O_WRONLY)
-os.write(fd, struct.pack("<BBBxIIIIIII", b, d, f, unc, 0, 0, 0, 0, 0, 0))
-' "$port_bus" "$port_dev" "$port_fn" "$1"
-}
 recovered() { [[ $(dmesg_raw_since "$1") == *"device recovery successful"* ]]; }
 # One error, and the PCI core's report that recovery is over.
 inject_and_wait() { # tag uncor-status
 	kmsg_mark "$1"
-	inject "$2" || return 1
+	aer_inject "$2" || return 1
 	wait_until $((60 * ${SSDQ_TIMEOUT_SCALE:-1})) recovered "$1"
 }
 
@@ -143,6 +120,30 @@ assert_eq "'link frozen' lines" "$(grep -c 'ssdq.*resetting the controller: PCI 
 assert_eq "'reset done' lines" "$(grep -c 'ssdq.*reset done in' <<<"$log" || true)" "$EVERY_N"
 assert_eq "'device recovery successful' lines" "$(grep -c 'device recovery successful' <<<"$log" || true)" "$EVERY_N"
 
+# --- The link fails during a reset: the sysfs reset's enable (held for
+# 2 s here) sees the link offline and stops waiting, and ssdq leaves the
+# controller, its requests taken back, to the error recovery under way,
+# whose slot_reset brings it back. Failing it for good there would lose a
+# controller the PCI core was about to recover.
+allow_dmesg 'PCI link offline|leaving it to PCI error recovery|resetting the controller: requested through sysfs'
+r0=$(rec resets) rf0=$(rec reset_failures) e0=$(rec pci_errors)
+echo 2000 >"$FAULT/slow_enable_ms"
+kmsg_mark aer-in-reset
+(echo 1 >"$SYS/recovery/reset") 2>/dev/null &
+rpid=$!
+reset_begun() { (($(rec resets) > r0)); }
+wait_for 20 "the sysfs reset to start" reset_begun
+aer_inject "$MALF_TLP" || fail "aer_inject failed"
+wait_for 60 "the PCI core's recovery after the error in the reset" recovered aer-in-reset
+if wait "$rpid"; then fail "the reset whose link failed succeeded"; fi
+echo 0 >"$FAULT/slow_enable_ms"
+assert_eq "reset failures (the one the link failure cut short)" "$(($(rec reset_failures) - rf0))" 1
+assert_eq "errors ssdq's error_detected saw" "$(($(rec pci_errors) - e0))" 1
+assert_eq "'leaving it to PCI error recovery' lines" \
+	"$(dmesg_raw_since aer-in-reset | grep -c 'ssdq.*reset failed with the PCI link offline: leaving it to PCI error recovery' || true)" 1
+assert_eq "controller alive after the link reset" "$(rec dead)" 0
+verify in-reset "$SZ"
+
 # --- A controller that does not come back after the link reset (a fault
 # makes it refuse to disable): ssdq answers the slot reset with DISCONNECT
 # and fails its requests, with bus mastering off first; the PCI core gives
@@ -152,7 +153,7 @@ busy_writer doomed "$REG_INTEGRITY_OFF"
 e0=$(rec pci_errors) rf0=$(rec reset_failures)
 echo 1 >"$FAULT/fail_disable"
 kmsg_mark aer-failed
-inject "$MALF_TLP"
+aer_inject "$MALF_TLP"
 failed() { [[ $(dmesg_raw_since aer-failed) == *"device recovery failed"* ]]; }
 wait_for 60 "the PCI core to give up" failed
 assert_eq "controller dead" "$(rec dead)" 1

@@ -42,6 +42,24 @@ grep -q pci_nvme_mmio_shutdown_set "$tr" ||
 n=$(awk '/pci_nvme_mmio_shutdown_set/ { n = 0; next } /pci_nvme_mmio_doorbell_sq/ { n++ } END { print n + 0 }' "$tr")
 assert_eq "SQ doorbell writes after the controller's last CC.SHN" "$n" 0
 
+# The controller stops before anything is failed (nvme's order too): its
+# I/O queues are deleted before CC.SHN (since the shutdown before it, a
+# teardown's), and its bus mastering goes after it (a write of the PCI
+# command register of 00:04.0 with bit 2 clear), as CC.SHN alone leaves
+# the controller running.
+read -r dels < <(awk '/pci_nvme_mmio_shutdown_set/ { dels = n; n = 0; next }
+	/pci_nvme_del_sq/ { n++ } END { print dels + 0 }' "$tr")
+assert_gt "I/O SQs deleted before the last CC.SHN" "$dels" 0
+# The command register values written to 00:04.0 after it.
+mapfile -t local_cmds < <(awk '/pci_nvme_mmio_shutdown_set/ { n = 0; delete v; next }
+	/pci_cfg_write / && / 00:04\.0 @0x4 <- / { v[++n] = $NF }
+	END { for (i = 1; i <= n; i++) print v[i] }' "$tr")
+master_off=0
+for c in "${local_cmds[@]}"; do
+	((c & 4)) || master_off=1
+done
+assert_eq "a write clearing bus mastering after the last CC.SHN (${local_cmds[*]:-none})" "$master_off" 1
+
 img=$SSDQ_OUT/ssdq0.img
 pat=$(pattern_file shutdown.bin "$REG_SHUTDOWN_LEN")
 out=$(cmp -n "$REG_SHUTDOWN_LEN" -i "$REG_SHUTDOWN_OFF:0" "$img" "$pat" 2>&1) ||

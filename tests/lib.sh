@@ -225,6 +225,66 @@ stop_every() {
 	[[ ! -e $T_DIR/every.n ]] || read -r EVERY_N <"$T_DIR/every.n"
 }
 
+# ------------------------------------------------------------ filesystems
+
+# A filesystem on the whole DUT: ext4 or xfs. The kernel's own
+# request_module() runs the initramfs's modprobe, not the one of the
+# userland the tests run in (the debug kernel has both built in).
+fs_mkfs() { # fs
+	grep -qw "$1" /proc/filesystems || modprobe "$1" || fail "modprobe $1 failed"
+	case $1 in
+	ext4) mkfs.ext4 -F -q "$DEV" ;;
+	xfs) mkfs.xfs -f -q "$DEV" ;;
+	esac
+	ok "mkfs.$1 on $DEV"
+}
+
+# The checker, read-only, on the unmounted filesystem: clean, or fail.
+fs_check() { # fs
+	local out
+	case $1 in
+	ext4) out=$(fsck.ext4 -fn "$DEV" 2>&1) || fail "fsck.ext4 -fn: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
+	xfs) out=$(xfs_repair -n "$DEV" 2>&1) || fail "xfs_repair -n: $(tail -n2 <<<"$out" | tr '\n' ' ')" ;;
+	esac
+	ok "$1: the checker finds the filesystem clean after unmount"
+}
+
+# ------------------------------------------------------------ PCI errors
+
+# The PCI Express boot (vm.sh --pcie): the root port above the DUT, its AER
+# driver, and aer_inject to make the port report an error as a real link
+# error would. Sets AER_PORT (its address) and AER_BDF (bus dev fn).
+aer_setup() {
+	local port
+	port=$(readlink -f "/sys/bus/pci/devices/$PCI_DUT/..")
+	port=${port##*/}
+	[[ $port =~ ^[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$ ]] ||
+		fail "no PCI Express root port above $PCI_DUT (this test needs vm.sh --pcie)"
+	AER_PORT=$port
+	AER_BDF="$((16#${BASH_REMATCH[1]})) $((16#${BASH_REMATCH[2]})) ${BASH_REMATCH[3]}"
+	assert_present "/sys/bus/pci/devices/$port/aer_rootport_total_err_fatal"
+	modprobe aer_inject || fail "modprobe aer_inject failed (CONFIG_PCIEAER_INJECT)"
+	ok "root port $port has AER; aer_inject loaded"
+	# The debug kernel boots with acpi=noirq: a device behind a bridge gets
+	# its legacy interrupt by the bridge's swizzle, which the core says once.
+	allow_dmesg 'using bridge .* INT [A-D] to get IRQ'
+}
+
+# Have the root port report an uncorrectable error (struct aer_error_inj:
+# bus, dev, fn, then the uncorrectable status bits). Severity follows the
+# port's severity register: Malformed TLP (bit 18) is fatal by default,
+# Unsupported Request (bit 20) non-fatal.
+MALF_TLP=$((1 << 18)) UNSUP_REQ=$((1 << 20))
+aer_inject() { # uncor-status
+	# shellcheck disable=SC2086 # AER_BDF: three numbers
+	python3 -c '
+import os, struct, sys
+b, d, f, unc = (int(x) for x in sys.argv[1:])
+fd = os.open("/dev/aer_inject", os.O_WRONLY)
+os.write(fd, struct.pack("<BBBxIIIIIII", b, d, f, unc, 0, 0, 0, 0, 0, 0))
+' $AER_BDF "$1"
+}
+
 # ---------------------------------------------------------------- kmsg
 
 # Mark the kernel log so a test can look at what it caused.
