@@ -96,6 +96,33 @@ if [[ $DUT == ssdq ]]; then
 		fail "the refused probe's line: $lines"
 	ok "probe refused: ${lines#*: }"
 	rmmod ssdq || fail "rmmod ssdq after the refused probe failed"
+
+	# Every admin command a probe sends failing in turn (Internal Error,
+	# DNR: fault_admin_status=N fails the Nth): each probe either unwinds
+	# cleanly (unbound, no disk, one line naming the command) or carries on
+	# without what failed (shadow doorbells) and works, until N is past
+	# the last command the probe sends.
+	allow_dmesg 'failed: NVMe status 0x4006 \(Internal Error, DNR\)|MMIO doorbells only|probe with driver ssdq failed'
+	for ((n = 1; n <= 64; n++)); do
+		kmsg_mark "admin-$n"
+		dut_try_load fault_admin_status=$n || fail "insmod fault_admin_status=$n failed: $(cat "$T_DIR/load.err")"
+		if [[ -e /sys/bus/pci/devices/$PCI_DUT/driver ]]; then
+			dut_wait_disk
+			dd if="$DEV" of=/dev/null bs=64k count=4 iflag=direct status=none ||
+				fail "a read after the probe's admin command $n failed"
+			struck=$(kv_get "/sys/kernel/debug/ssdq/$DISK/fault/injected" failed_probe_admin_commands)
+			dut_unload
+			((struck)) || break
+			ok "probe's admin command $n failed: carried on, and reads work"
+		else
+			[[ -z $(disk_of_pci "$PCI_DUT") ]] || fail "a disk is left after the probe failed at admin command $n"
+			line=$(dmesg_since "admin-$n" | grep -m1 'Internal Error, DNR' || true)
+			[[ -n $line ]] || fail "no line names the admin command $n that failed the probe"
+			ok "probe's admin command $n failed, the probe unwound: ${line#*: }"
+			rmmod ssdq || fail "rmmod ssdq after the probe failed at admin command $n"
+		fi
+	done
+	assert_gt "admin commands in a probe (walked, each failed once)" "$((n - 1))" 4
 	dut_load
 fi
 

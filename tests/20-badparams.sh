@@ -7,7 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 if [[ $DUT == ssdq ]]; then
-	bad=(io_queues=500 io_queue_depth=1 io_queue_depth=4096 rotational=2 add_random=7)
+	bad=(io_queues=500 io_queue_depth=1 io_queue_depth=4096 rotational=2 add_random=7
+		fault_admin_status=1025)
 else
 	# What the nvme driver rejects (it ignores unknown parameters).
 	bad=(io_queue_depth=1 io_queue_depth=4096 poll_queues=abc)

@@ -73,6 +73,7 @@ struct ssdq_params {
 	unsigned int rotational;	/* default of queue/rotational */
 	unsigned int add_random;	/* default of queue/add_random */
 	unsigned int fault_bar0_doorbells; /* fault.c: 0, or BAR0's pretend room */
+	unsigned int fault_admin_status; /* fault.c: 0, or N: a probe's Nth fails */
 };
 
 extern struct ssdq_params ssdq_params;
@@ -127,6 +128,7 @@ enum ssdq_fault_kind {
 	SSDQ_FAULT_FATAL_STATUS,	/* timeout reads CSTS.CFS */
 	SSDQ_FAULT_REFUSE_DBBUF,	/* Doorbell Buffer Config refused */
 	SSDQ_FAULT_MEDIA_ERROR,		/* CQE says read error / write fault */
+	SSDQ_FAULT_PROBE_ADMIN,		/* a probe's admin command fails (param) */
 	SSDQ_FAULT_NR_KINDS,
 };
 
@@ -138,6 +140,7 @@ struct ssdq_fault {
 	atomic_t slow_enable_ms;
 	atomic_t gone;
 	unsigned int fail_nth;		/* a writer's, handed to its work */
+	unsigned int probe_admin_cmds;	/* admin commands of the probe so far */
 	struct llist_head delayed;
 	struct delayed_work delay_work;
 };
@@ -501,6 +504,7 @@ bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
 u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 			  u16 status);
+u16 ssdq_fault_admin_status(struct ssdq_dev *dev, u16 status);
 unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
 bool ssdq_fault_gone(struct ssdq_dev *dev);
 void ssdq_fault_release_delayed(struct ssdq_dev *dev);

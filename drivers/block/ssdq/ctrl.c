@@ -209,7 +209,8 @@ static void ssdq_admin_handle_cqe(struct ssdq_queue *q,
 	}
 	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
 		return;
-	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
+	dev->admin_status = ssdq_fault_admin_status(dev,
+						    le16_to_cpu(cqe->status) >> 1);
 	dev->admin_result = le32_to_cpu(cqe->result.u32);
 	complete(&dev->admin_done);
 }

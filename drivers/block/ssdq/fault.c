@@ -34,10 +34,13 @@
  *                     device absent (0-1)
  * Counters: fault/injected, one line per kind, of what was really done.
  *
- * One fault acts at probe, so it is a module parameter:
+ * Two faults act at probe, so they are module parameters:
  *   fault_bar0_doorbells  BAR0 ends after N doorbell registers (two per
  *                     queue pair), as with a CAP.DSTRD that spreads the
  *                     doorbells past its end (QEMU's stride is always 4)
+ *   fault_admin_status    the Nth admin command of each probe completes
+ *                     with Internal Error, DNR: walked from 1 up, every
+ *                     command failure the probe must unwind
  *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
  * in io.c) on kernels built with CONFIG_FAIL_IO_TIMEOUT.
@@ -96,6 +99,20 @@ u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 		return (op_is_write(req_op(req)) ? NVME_SC_WRITE_FAULT :
 			NVME_SC_READ_ERROR) | NVME_STATUS_DNR;
 	return status;
+}
+
+/*
+ * The status the driver will believe an admin CQE carries: at probe (no
+ * disk yet), the fault_admin_status'th command fails.
+ */
+u16 ssdq_fault_admin_status(struct ssdq_dev *dev, u16 status)
+{
+	unsigned int n = ssdq_params.fault_admin_status;
+
+	if (!n || dev->disk || ++dev->fault.probe_admin_cmds != n)
+		return status;
+	atomic64_inc(&dev->fault.done[SSDQ_FAULT_PROBE_ADMIN]);
+	return NVME_SC_INTERNAL | NVME_STATUS_DNR;
 }
 
 /* BAR0's length as the probe is to believe it (db_stride already read). */
@@ -232,6 +249,7 @@ static const char * const ssdq_fault_done_names[SSDQ_FAULT_NR_KINDS] = {
 	[SSDQ_FAULT_FATAL_STATUS]	= "fatal_status",
 	[SSDQ_FAULT_REFUSE_DBBUF]	= "refused_dbbufs",
 	[SSDQ_FAULT_MEDIA_ERROR]	= "media_errors",
+	[SSDQ_FAULT_PROBE_ADMIN]	= "failed_probe_admin_commands",
 };
 
 /*

@@ -44,6 +44,10 @@ module_param_named(fault_bar0_doorbells, ssdq_params.fault_bar0_doorbells,
 		   uint, 0444);
 MODULE_PARM_DESC(fault_bar0_doorbells,
 		 "fault injection: BAR0 holds only N doorbells, 0 = all it has (0-1024, default 0)");
+module_param_named(fault_admin_status, ssdq_params.fault_admin_status,
+		   uint, 0444);
+MODULE_PARM_DESC(fault_admin_status,
+		 "fault injection: the Nth admin command of each probe fails, 0 = none (0-1024, default 0)");
 
 struct ssdq_param_range {
 	const char *name;
@@ -62,6 +66,7 @@ static const struct ssdq_param_range ssdq_param_ranges[] = {
 	{ "rotational", &ssdq_params.rotational, 0, 1 },
 	{ "add_random", &ssdq_params.add_random, 0, 1 },
 	{ "fault_bar0_doorbells", &ssdq_params.fault_bar0_doorbells, 0, 1024 },
+	{ "fault_admin_status", &ssdq_params.fault_admin_status, 0, 1024 },
 };
 
 /* One line per bad value, naming the parameter and what it allows. */
