@@ -192,15 +192,21 @@ verify after-flr-kill $((SZ / 4))
 
 # --- REQ_FAILFAST_*: a request whose submitter wants no retries fails
 # when a reset takes it back, as on nvme, instead of running again.
-# dm-multipath's bios carry REQ_FAILFAST_TRANSPORT: one that fails fails
-# its path, which dm-multipath then says (a path of one, so the writer
-# sees the error). Where the kernel has no dm-multipath (the debug
-# kernel), this case is only logged.
+# dm-multipath's requests carry REQ_FAILFAST_TRANSPORT: one that fails
+# fails its path, which dm-multipath's status then says (a path of one,
+# so the writer sees the error). A completion is dropped first, so one
+# request at least is still the controller's when the reset takes the
+# requests back (QEMU finishes the rest during the disable). Where the
+# kernel has no dm-multipath (the debug kernel), this case is only logged.
 if modprobe -q dm_multipath 2>/dev/null && modprobe -q dm_round_robin 2>/dev/null &&
 	command -v dmsetup >/dev/null; then
 	majmin=$(cat "/sys/block/$DISK/dev")
 	# Removed whatever happens: it holds the disk, and rmmod.
-	trap 'dmsetup remove ssdq-mp 2>/dev/null || true' EXIT
+	mp_remove() {
+		[[ -z ${fpid:-} ]] || { kill -9 "$fpid" && wait "$fpid"; } 2>/dev/null || true
+		dmsetup remove --force ssdq-mp 2>/dev/null || true
+	}
+	trap mp_remove EXIT
 	echo "0 $(blockdev --getsz "$DEV") multipath 0 0 1 1 round-robin 0 1 1 $majmin 1" |
 		dmsetup create ssdq-mp
 	# No udev here: the node devtmpfs made, by its kernel name.
@@ -216,12 +222,17 @@ if modprobe -q dm_multipath 2>/dev/null && modprobe -q dm_round_robin 2>/dev/nul
 	s0=$(col_sum "$DBG/plugging" submitted)
 	mp_busy() { (($(col_sum "$DBG/plugging" submitted) > s0 + 50)); }
 	wait_for 20 "I/O through the multipath" mp_busy
+	d0=$(injected dropped_completions)
+	echo 1 >"$FAULT/drop_completions"
+	mp_dropped() { (($(injected dropped_completions) > d0)); }
+	wait_for 20 "a completion of the multipath's I/O to be dropped" mp_dropped
 	sysfs_reset
 	path_failed() { [[ $(path_state) == F ]]; }
 	wait_for 10 "dm-multipath to fail the path after the reset" path_failed
 	ok "a reset failed dm-multipath's requests (REQ_FAILFAST_TRANSPORT): the path failed"
 	wait_for 30 "the writer to exit" fio_gone
 	wait "$fpid" || true
+	fpid=
 	assert_eq "requests requeued by the reset (all were failfast)" "$(($(rec requeued) - q0))" 0
 	dmsetup remove ssdq-mp
 	trap - EXIT

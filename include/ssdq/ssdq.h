@@ -504,7 +504,7 @@ bool ssdq_fault_delay(struct ssdq_dev *dev, struct request *req);
 u16 ssdq_fault_cqe_cid(struct ssdq_queue *q, u16 cid);
 u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 			  u16 status);
-u16 ssdq_fault_admin_status(struct ssdq_dev *dev, u16 status);
+u16 ssdq_fault_admin_refused(struct ssdq_dev *dev);
 unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev);
 bool ssdq_fault_gone(struct ssdq_dev *dev);
 void ssdq_fault_release_delayed(struct ssdq_dev *dev);

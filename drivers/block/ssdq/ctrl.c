@@ -209,8 +209,7 @@ static void ssdq_admin_handle_cqe(struct ssdq_queue *q,
 	}
 	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
 		return;
-	dev->admin_status = ssdq_fault_admin_status(dev,
-						    le16_to_cpu(cqe->status) >> 1);
+	dev->admin_status = le16_to_cpu(cqe->status) >> 1;
 	dev->admin_result = le32_to_cpu(cqe->result.u32);
 	complete(&dev->admin_done);
 }
@@ -310,6 +309,9 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		ret = -ENODEV;
 		goto out;
 	}
+	ret = ssdq_fault_admin_refused(dev);
+	if (ret)
+		goto out;
 	/*
 	 * A fresh id per command, so a CQE of an older one is recognised; set
 	 * before the completion is re-armed. (A timed-out command cannot

@@ -38,9 +38,10 @@
  *   fault_bar0_doorbells  BAR0 ends after N doorbell registers (two per
  *                     queue pair), as with a CAP.DSTRD that spreads the
  *                     doorbells past its end (QEMU's stride is always 4)
- *   fault_admin_status    the Nth admin command of each probe completes
- *                     with Internal Error, DNR: walked from 1 up, every
- *                     command failure the probe must unwind
+ *   fault_admin_status    the Nth admin command of each probe is refused
+ *                     with Internal Error, DNR, before it reaches the
+ *                     controller: walked from 1 up, every command failure
+ *                     the probe must unwind
  *
  * The block layer's own timeout injection works too (blk_should_fake_timeout
  * in io.c) on kernels built with CONFIG_FAIL_IO_TIMEOUT.
@@ -102,15 +103,16 @@ u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 }
 
 /*
- * The status the driver will believe an admin CQE carries: at probe (no
- * disk yet), the fault_admin_status'th command fails.
+ * At probe (no disk yet), the fault_admin_status'th admin command is
+ * refused with Internal Error before it reaches the controller, which so
+ * never runs it: the status it returns, or 0 to send the command.
  */
-u16 ssdq_fault_admin_status(struct ssdq_dev *dev, u16 status)
+u16 ssdq_fault_admin_refused(struct ssdq_dev *dev)
 {
 	unsigned int n = ssdq_params.fault_admin_status;
 
 	if (!n || dev->disk || ++dev->fault.probe_admin_cmds != n)
-		return status;
+		return 0;
 	atomic64_inc(&dev->fault.done[SSDQ_FAULT_PROBE_ADMIN]);
 	return NVME_SC_INTERNAL | NVME_STATUS_DNR;
 }
