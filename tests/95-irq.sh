@@ -4,8 +4,8 @@
 # most half as many, data verified in both; adaptive moderation follows
 # its rule window by window and stops polling when idle; the mode flipped
 # under load loses nothing; a queue's last CPU going offline mid-deferral
-# leaves its vector balanced; polled queues complete fio --hipri I/O with
-# no interrupt.
+# leaves its vector balanced, and so does that CPU going and coming during
+# resets; polled queues complete fio --hipri I/O with no interrupt.
 # timeout: 600
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -296,6 +296,49 @@ assert_gt "interrupts of queue $hot_qid after CPU $hot came back" \
 echo direct >"$IRQ/mode"
 echo 0 >"$IRQ/defer_us"
 echo 4 >"$IRQ/defer_rounds"
+
+# The same CPU goes and comes while resets (sysfs, then FLR) follow each
+# other under verified I/O: a reset stops every queue's reaping, the FLR's
+# for 100 ms or more, and the IRQ core shuts the queue's vector down and
+# starts it again meanwhile. A reset that held the vector disabled
+# (disable_irq()) would meet one started again behind its back, an
+# unbalanced enable, or shut down, a WARN in irq_startup(): the dmesg check
+# after the test catches either. A CPU going must not wait for a reset to
+# end, either. Each way: every reset done, the I/O verified.
+RECOV=/sys/kernel/debug/ssdq/$DISK/recovery
+allow_dmesg 'resetting the controller'
+r0=$(kv_get "$RECOV" resets)
+touch "$T_DIR/resetting"
+(
+	while [[ -e $T_DIR/resetting ]]; do
+		echo 1 >"/sys/block/$DISK/recovery/reset"
+		echo 1 >"/sys/bus/pci/devices/$PCI_DUT/reset"
+	done
+) &
+rpid=$!
+(
+	for ((n = 0; n < 8; n++)); do
+		echo 0 >"$HOTCPU"
+		echo 1 >"$HOTCPU"
+		echo $((n + 1)) >"$T_DIR/cpu-flips"
+	done
+) &
+cpid=$!
+vsz=$((16 * MiB / IO_DIV))
+run_fio hotplug-resets "$vsz" "$vsz" --name=resets --filename="$DEV" --direct=1 \
+	--ioengine=io_uring --rw=randwrite --bs=4k --size="$vsz" --iodepth=16 \
+	--offset="$REG_INTEGRITY_OFF" --offset_increment="$vsz" --numjobs=2 \
+	--verify=crc32c --verify_state_save=0
+gone() { ! kill -0 "$1" 2>/dev/null; }
+wait_for 120 "CPU $hot to go and come 8 times during resets" gone "$cpid"
+wait "$cpid" || fail "taking CPU $hot offline or online failed during resets"
+rm -f "$T_DIR/resetting"
+wait "$rpid" || fail "a reset failed while CPU $hot went and came"
+flips=$(cat "$T_DIR/cpu-flips")
+assert_eq "times CPU $hot went and came during resets" "$flips" 8
+assert_gt "resets while CPU $hot went and came" "$(($(kv_get "$RECOV" resets) - r0))" 3
+assert_eq "controller alive after resets across CPU hotplug" "$(kv_get "$RECOV" dead)" 0
+taskset -c "$hot" true || fail "CPU $hot did not come back"
 
 # Polled queue: fio --hipri, verified; every completion polled, no interrupt.
 poll_row() { queue_row "$STATS" "$poll_qid" interrupts completions polled; }

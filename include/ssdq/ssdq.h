@@ -238,6 +238,9 @@ struct ssdq_queue {
 	struct ssdq_irq_stats irq;
 	struct irq_poll iop;		/* irqpoll mode */
 	spinlock_t irq_lock;		/* irq_poll rounds vs. the handler */
+	struct mutex quiesce_lock;	/* quiesced, and its transitions */
+	unsigned int quiesced;		/* nested ssdq_irq_quiesce() calls */
+	bool irq_stopped;		/* quiesced: the handler leaves the CQ */
 	spinlock_t cq_poll_lock;	/* poll queues: one reaper */
 	struct hrtimer defer_timer;	/* deferred re-arm: next look */
 	bool deferring;			/* ... is armed, vector masked */

@@ -405,6 +405,9 @@ static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
 
 	if (!(dev->oncs & (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES)))
 		return 0;
+	/* Before NVMe 1.2 CNS was 2 bits wide: 06h could be read as 02h. */
+	if (readl(dev->bar + NVME_REG_VS) < NVME_VS(1, 2, 0))
+		return 0;
 	ret = ssdq_identify(dev, NVME_ID_CNS_CS_CTRL, 0, NVME_CSI_NVM, dma);
 	if (ret > 0)
 		return 0;
@@ -700,7 +703,11 @@ int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown)
 
 	if (shutdown)
 		ssdq_ctrl_delete_io_queues(dev);
-	ret = ssdq_ctrl_disable(dev, shutdown);
+	/*
+	 * A deletion that timed out disabled the controller already: no
+	 * CC.SHN to wait out on a controller that is not enabled.
+	 */
+	ret = ssdq_ctrl_disable(dev, shutdown && dev->queues[0].created);
 	if (ret || shutdown)
 		pci_clear_master(dev->pdev);
 	return ret;

@@ -199,36 +199,44 @@ static void ssdq_irqpoll_start(struct ssdq_queue *q)
 	irq_poll_sched(&q->iop);
 }
 
+/*
+ * An interrupt's work, under irq_lock, which orders it against an irq_poll
+ * round: while one owns the CQ (q->in_irqpoll), even a direct-mode handler
+ * leaves it alone, e.g. right after the mode was switched; and so does a
+ * handler while the queue is quiesced.
+ */
+static irqreturn_t ssdq_irq_handle_locked(struct ssdq_queue *q)
+{
+	unsigned int mode;
+	int found;
+
+	if (q->in_irqpoll || q->irq_stopped)
+		return IRQ_HANDLED;
+	mode = q->qid ? READ_ONCE(q->dev->irq_mode) : SSDQ_IRQ_DIRECT;
+	if (ssdq_irq_polls(q, mode)) {
+		ssdq_irqpoll_start(q);
+		return IRQ_HANDLED;
+	}
+	q->reaper = SSDQ_REAPER_IRQ;
+	found = ssdq_queue_reap(q, INT_MAX, NULL);
+	q->irq.completions += found;
+	if (mode == SSDQ_IRQ_ADAPTIVE)
+		ssdq_moder_update(q);
+	return found ? IRQ_HANDLED : IRQ_NONE;
+}
+
 static irqreturn_t ssdq_irq(int irq, void *data)
 {
 	struct ssdq_queue *q = data;
-	unsigned int mode;
-	int found;
+	irqreturn_t ret;
 
 	if (unlikely(ssdq_fault_drop_irq(q)))
 		return IRQ_HANDLED;
 	q->irq.interrupts++;
-	/*
-	 * irq_lock orders this against an irq_poll round: while one owns the
-	 * CQ (q->in_irqpoll), even a direct-mode handler leaves it alone, e.g.
-	 * right after the mode was switched.
-	 */
 	spin_lock(&q->irq_lock);
-	mode = q->qid ? READ_ONCE(q->dev->irq_mode) : SSDQ_IRQ_DIRECT;
-	if (q->in_irqpoll) {
-		found = 1;
-	} else if (ssdq_irq_polls(q, mode)) {
-		ssdq_irqpoll_start(q);
-		found = 1;
-	} else {
-		q->reaper = SSDQ_REAPER_IRQ;
-		found = ssdq_queue_reap(q, INT_MAX, NULL);
-		q->irq.completions += found;
-		if (mode == SSDQ_IRQ_ADAPTIVE)
-			ssdq_moder_update(q);
-	}
+	ret = ssdq_irq_handle_locked(q);
 	spin_unlock(&q->irq_lock);
-	return found ? IRQ_HANDLED : IRQ_NONE;
+	return ret;
 }
 
 /* The deferred re-arm timer: run the next round, vector still masked. */
@@ -314,6 +322,7 @@ int ssdq_irq_request(struct ssdq_queue *q)
 	int ret;
 
 	spin_lock_init(&q->irq_lock);
+	mutex_init(&q->quiesce_lock);
 	if (q->qid) {
 		irq_poll_init(&q->iop, READ_ONCE(dev->irq_budget),
 			      ssdq_irqpoll);
@@ -344,12 +353,15 @@ static void ssdq_irqpoll_stop(struct ssdq_queue *q)
 	q->deferring = false;
 }
 
-/* Give the vector back; a deferred re-arm may still be polling: stop it. */
+/*
+ * Give the vector back; a deferred re-arm may still be polling: stop it
+ * (a quiesced queue's is stopped already).
+ */
 void ssdq_irq_free(struct ssdq_queue *q)
 {
 	if (!q->irq_requested)
 		return;
-	if (q->qid)
+	if (q->qid && !q->quiesced)
 		ssdq_irqpoll_stop(q);
 	pci_free_irq(q->dev->pdev, q->vector, q);
 	q->irq_requested = false;
@@ -357,33 +369,58 @@ void ssdq_irq_free(struct ssdq_queue *q)
 
 /*
  * Stop everything that reaps an interrupt-driven queue, so the caller can
- * reap it (or reset it) alone: the irq_poll softirq, then the interrupt
- * handler. A queue parked in irqpoll mode had its vector masked by the
- * handler; that mask is taken over here so enables and disables balance.
+ * reap it (or reset it) alone: the irq_poll softirq and its timer, then the
+ * interrupt handler, which finds the queue stopped and leaves its CQ. Not
+ * with disable_irq(): recovery keeps a queue quiesced for as long as a
+ * reset takes, and the IRQ core shuts a managed vector down and starts it
+ * again as CPUs go and come, whatever a driver's disable depth says (a
+ * WARN in irq_startup(), an unbalanced enable). A queue parked in irqpoll
+ * mode had its vector masked by the handler: that mask ends here. Quiesces
+ * nest (recovery, a timeout's reap, a CPU going offline): the first stops
+ * the queue, the last ssdq_irq_unquiesce() starts it.
  */
 void ssdq_irq_quiesce(struct ssdq_queue *q)
 {
+	mutex_lock(&q->quiesce_lock);
+	if (q->quiesced++)
+		goto out;
 	if (q->qid)
 		ssdq_irqpoll_stop(q);
-	disable_irq(q->irqnr);
+	spin_lock_irq(&q->irq_lock);
+	q->irq_stopped = true;
 	if (q->in_irqpoll) {
 		q->in_irqpoll = false;
 		enable_irq(q->irqnr);
 	}
+	spin_unlock_irq(&q->irq_lock);
+out:
+	mutex_unlock(&q->quiesce_lock);
 }
 
 /*
- * irq_poll first: an interrupt that came while the vector was disabled is
- * replayed by enable_irq(), and its handler may mask the vector again and
- * schedule irq_poll, which must then be able to run. The other way round,
- * irq_poll_sched() would find the SCHED bit still held by the disabler, do
- * nothing, and leave the queue masked with nobody reaping it.
+ * irq_poll first: the handler may hand the CQ to irq_poll at once, which
+ * must then be able to run (irq_poll_sched() does nothing while the SCHED
+ * bit is held by irq_poll_disable()). An interrupt that came while the
+ * queue was stopped was ignored: what it announced is reaped here, as its
+ * handler would have (with bottom halves off, so that an irq_poll round
+ * scheduled meanwhile runs when they come back on).
  */
 void ssdq_irq_unquiesce(struct ssdq_queue *q)
 {
+	mutex_lock(&q->quiesce_lock);
+	if (WARN_ON_ONCE(!q->quiesced) || --q->quiesced)
+		goto out;
 	if (q->qid)
 		irq_poll_enable(&q->iop);
-	enable_irq(q->irqnr);
+	local_bh_disable();
+	spin_lock_irq(&q->irq_lock);
+	q->irq_stopped = false;
+	if (ssdq_cq_pending(q))
+		ssdq_irq_handle_locked(q);
+	spin_unlock_irq(&q->irq_lock);
+	local_bh_enable();
+out:
+	mutex_unlock(&q->quiesce_lock);
 }
 
 /*
@@ -408,7 +445,8 @@ int ssdq_queue_reap_alone(struct ssdq_queue *q)
  * CPU hotplug. The IRQ core shuts a queue's managed vector down when the
  * last CPU of its affinity goes offline, and starts it again when one comes
  * back; it does not expect the driver to hold the vector disabled across
- * either. A queue masked by irqpoll or a deferral would then be unmasked
+ * either (recovery does not: see ssdq_irq_quiesce()). A queue masked by
+ * irqpoll or a deferral would then be unmasked
  * later on a vector that is shut down (a WARN in irq_startup()) or was
  * started again meanwhile (an unbalanced enable). So before its last CPU
  * goes, the queue ends any round or deferral and reaps directly from then
