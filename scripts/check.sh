@@ -21,9 +21,10 @@
 #          outside the repo; a subset of the tests (REACH_TESTS below),
 #          named <test>-6.1 and <test>-newest; then DKMS builds.
 #
-# The lanes run in that order: prod, debug, reach. On a cold cache (CI)
-# the debug kernel builds in the background during the prod lane, and the
-# newest kernel after it, during the debug lane, each at nice 19.
+# The lanes run in this order: prod, reach on 6.1 and DKMS, debug, reach
+# on the newest kernel. On a cold cache (CI) the debug kernel builds in the
+# background during the prod lane and 6.1's, and the newest kernel after
+# it, during the debug lane, each at nice 19.
 #
 #   scripts/check.sh [--lane prod|reach|debug|all]   (default all)
 #   scripts/check.sh --kernel 6.1|6.12|newest        every prod test on
@@ -103,9 +104,9 @@ result() { # PASS|FAIL|SKIP name [reason]
 # that name, with the other tests that name it, not in the main one. NAME
 # pcie is the PCI Express machine (vm.sh --pcie), mdts8 controllers that
 # take 1 MiB transfers (--mdts 8), cpu4 a machine of 4 vCPUs (--smp 4);
-# any other NAME is the main machine with images of its own (fs: a test
-# that writes the whole disk, where the main boot's host post-checks read
-# their regions).
+# any other NAME is the main machine with images of its own. Tests that
+# write all over the disk (filesystems), where the main boot's host
+# post-checks read their regions, run in the pcie boot.
 all_tests() { # lane [boot|'*'] -> names of tests/NN-name.sh, in order, optionally filtered
 	local f n lanes boot
 	for f in "$SSDQ_REPO"/tests/[0-9][0-9]-*.sh; do
@@ -301,12 +302,13 @@ prod_lane() {
 # Every DMA mapping bounced through swiotlb, on 512-byte and 4 KiB LBAs:
 # the queue's largest request must still map, and unaligned buffers keep
 # their offsets (dma-limits only, two cheap boots per lane).
-swiotlb_boots() { # boot-function dir suffix args...
-	local boot=$1 dir=$2 suffix=$3
+# (No locals named dir or tmo here: debug_boot_in reads the debug lane's.)
+swiotlb_boots() { # boot-function bootdir suffix args...
+	local sw_boot=$1 sw_dir=$2 sw_suffix=$3
 	shift 3
 	[[ " ${every[*]} " == *" dma-limits "* ]] || return 0
-	SSDQ_APPEND=swiotlb=force "$boot" "$dir" "$suffix" "$@" -- dma-limits
-	SSDQ_APPEND=swiotlb=force "$boot" "$dir-4k" "${suffix/swiotlb/swiotlb-4k}" --lbs 4096 "$@" -- dma-limits
+	SSDQ_APPEND=swiotlb=force "$sw_boot" "$sw_dir" "$sw_suffix" "$@" -- dma-limits
+	SSDQ_APPEND=swiotlb=force "$sw_boot" "$sw_dir-4k" "${sw_suffix/swiotlb/swiotlb-4k}" --lbs 4096 "$@" -- dma-limits
 }
 
 # Of the selected tests (arguments), those of LBS4K_TESTS, in its order.
@@ -504,12 +506,16 @@ if [[ $lane == kernel ]]; then
 	kernel_lane "$kernel" "${tests[@]}"
 else
 	[[ $lane == prod || $lane == all ]] && prod_lane
-	[[ $lane == debug || $lane == all ]] && debug_lane
+	mapfile -t reach < <(reach_tests)
+	# Debian's 6.1 needs no build: on a cold cache it and DKMS run while
+	# the debug kernel is still building, before the debug lane waits for
+	# it; the newest kernel builds during the debug lane, and runs last.
 	if [[ $lane == reach || $lane == all ]]; then
-		mapfile -t tests < <(reach_tests)
-		for k in "${REACH_KERNELS[@]}"; do kernel_lane "$k" "${tests[@]}"; done
+		kernel_lane 6.1 "${reach[@]}"
 		dkms_check
 	fi
+	[[ $lane == debug || $lane == all ]] && debug_lane
+	[[ $lane == reach || $lane == all ]] && kernel_lane newest "${reach[@]}"
 fi
 
 echo "$npass passed, $nfail failed, $nskip skipped"
