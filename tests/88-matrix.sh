@@ -179,7 +179,7 @@ chosen_cases() {
 		for n in "${!all[@]}"; do
 			[[ " $ROUNDS " == *" $((n / ${#MATRIX_EVENTS[@]})) "* ]] && echo "${all[n]}"
 		done
-		return
+		return 0
 	fi
 	for n in $SSDQ_MATRIX_CASES; do
 		[[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= ${#all[@]})) ||

@@ -265,9 +265,6 @@ aer_setup() {
 	assert_present "/sys/bus/pci/devices/$port/aer_rootport_total_err_fatal"
 	modprobe aer_inject || fail "modprobe aer_inject failed (CONFIG_PCIEAER_INJECT)"
 	ok "root port $port has AER; aer_inject loaded"
-	# The debug kernel boots with acpi=noirq: a device behind a bridge gets
-	# its legacy interrupt by the bridge's swizzle, which the core says once.
-	allow_dmesg 'using bridge .* INT [A-D] to get IRQ'
 }
 
 # Have the root port report an uncorrectable error (struct aer_error_inj:
@@ -572,8 +569,11 @@ trace_stop() { # file
 # KASAN, lockdep, UBSAN, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS, the hung-task
 # detector; kmemleak is asked explicitly after each test's rmmod.
 
-# Lines every test may cause: loading an unsigned out-of-tree module.
-GLOBAL_ALLOW='loading out-of-tree module taints kernel|module verification failed: signature and/or required key missing|ssdqtest: (mark|begin)'
+# Lines every test may cause: loading an unsigned out-of-tree module; and,
+# on the debug kernel (acpi=noirq) in the PCI Express boot, the PCI core
+# saying once that the device behind the root port takes its legacy
+# interrupt by the bridge's swizzle.
+GLOBAL_ALLOW='loading out-of-tree module taints kernel|module verification failed: signature and/or required key missing|ssdqtest: (mark|begin)|using bridge .* INT [A-D] to get IRQ'
 # A kernel report, from whatever part of the kernel. lockdep's reports start
 # "WARNING: possible ...", KASAN's "BUG: KASAN: ...", DEBUG_ATOMIC_SLEEP's
 # "BUG: sleeping function called from invalid context"; the rest are named
