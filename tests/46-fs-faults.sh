@@ -134,14 +134,6 @@ chosen() { # list name
 	[[ ! -v $1 || " ${!1} " == *" $2 "* ]]
 }
 
-debug_event_index() { # event -> its index in DEBUG_FS_EVENTS, status
-	local i
-	for i in "${!DEBUG_FS_EVENTS[@]}"; do
-		[[ ${DEBUG_FS_EVENTS[i]} == "$1" ]] && echo "$i" && return 0
-	done
-	return 1
-}
-
 recover() { # fs fs-index
 	local fs=$1 e ev n=0 f t0=$SECONDS
 	local -a sw synced=() events=()
@@ -149,7 +141,7 @@ recover() { # fs fs-index
 		chosen SSDQ_FS_EVENTS "${FS_EVENTS[e]}" || continue
 		if ((split)); then
 			(($2 == 0)) || continue
-			debug_event_index "${FS_EVENTS[e]}" >/dev/null || continue
+			[[ " ${DEBUG_FS_EVENTS[*]} " == *" ${FS_EVENTS[e]} "* ]] || continue
 		fi
 		events+=("$e")
 	done

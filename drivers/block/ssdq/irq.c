@@ -446,9 +446,9 @@ int ssdq_queue_reap_alone(struct ssdq_queue *q)
  * last CPU of its affinity goes offline, and starts it again when one comes
  * back; it does not expect the driver to hold the vector disabled across
  * either (recovery does not: see ssdq_irq_quiesce()). A queue masked by
- * irqpoll or a deferral would then be unmasked
- * later on a vector that is shut down (a WARN in irq_startup()) or was
- * started again meanwhile (an unbalanced enable). So before its last CPU
+ * irqpoll or a deferral would then be unmasked later on a vector that is
+ * shut down (a WARN in irq_startup()) or was started again meanwhile (an
+ * unbalanced enable). So before its last CPU
  * goes, the queue ends any round or deferral and reaps directly from then
  * on (cpus_offline); blk-mq drains it afterwards (its own callback runs
  * later on the way down), and the flag drops when a CPU comes back.
