@@ -70,9 +70,11 @@ bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind)
 	return true;
 }
 
+/* Drop this I/O queue interrupt? Only if it announces a CQE to strand. */
 bool ssdq_fault_drop_irq(struct ssdq_queue *q)
 {
-	return q->qid && ssdq_fault_take(q->dev, SSDQ_FAULT_DROP_IRQ);
+	return q->qid && READ_ONCE(q->dev->fault.armed) && ssdq_cq_pending(q) &&
+	       ssdq_fault_take(q->dev, SSDQ_FAULT_DROP_IRQ);
 }
 
 /* The command id the driver will believe this CQE carries. */
