@@ -12,6 +12,8 @@
 #                        KERNEL=newest: 7.3, built from Debian's source)
 #   make debug-kernel    build (or find) the cached debug kernel, print its dir
 #   make lint            checkpatch --strict, sparse, W=1; shellcheck of the harness
+#   make install         ssdq.ko into /lib/modules/<KDIR's>/updates, and the
+#                        udev rules (scripts/60-ssdq.rules) into /etc/udev
 #   make deps            install missing Debian packages (root)
 #   make clean
 #
@@ -23,7 +25,7 @@ KDIR ?= $(shell bash -c '. scripts/common.sh && ssdq_kdir' 2>/dev/null)
 DUT ?= ssdq
 export DUT
 
-.PHONY: all module deps lint run check check-prod check-debug check-reach debug-kernel clean
+.PHONY: all module install deps lint run check check-prod check-debug check-reach debug-kernel clean
 
 all: module
 
@@ -31,6 +33,10 @@ module:
 	@test -n "$(KDIR)" -a -d "$(KDIR)" || \
 		{ echo "no 6.12 kernel headers found (KDIR='$(KDIR)'); run: make deps" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+install: module
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	@scripts/udev-rules.sh install
 
 deps:
 	@scripts/deps.sh

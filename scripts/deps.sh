@@ -14,6 +14,7 @@ pkgs=(
 	fio nvme-cli
 	dmsetup # 82-lifecycle: dm-multipath over the disk (REQ_FAILFAST_*)
 	xfsprogs e2fsprogs # 45-filesystem: mkfs, fsck, xfs_repair
+	fdisk udev # 12-identity: sfdisk; systemd-udevd with scripts/60-ssdq.rules
 	libaio-dev # the tests' static fio (scripts/test-fio.sh)
 	openssl    # the tests' data patterns (tests/lib.sh)
 	python3          # make bench's report (scripts/bench-report.py)

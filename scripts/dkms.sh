@@ -27,6 +27,9 @@ copy_sources() { # dir
 	rm -rf "$d"
 	mkdir -p "$d"
 	cp -r "$SSDQ_REPO"/{Kbuild,dkms.conf,drivers,include} "$d"/
+	# dkms.conf's POST_INSTALL: the udev rules and their installer.
+	mkdir -p "$d/scripts"
+	cp "$SSDQ_REPO"/scripts/{60-ssdq.rules,udev-rules.sh} "$d/scripts/"
 	find "$d" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
 	git -C "$SSDQ_REPO" describe --always --dirty --exclude '*' >"$d/VERSION" 2>/dev/null ||
 		rm -f "$d/VERSION"
@@ -84,6 +87,14 @@ check)
 		[[ -n $ko ]] || die "dkms build for $k left no ssdq.ko"
 		check_modinfo "$ko" "$k"
 	done
+	# dkms.conf's POST_INSTALL as dkms runs it (from the source copy), into
+	# a scratch root: it must install the repo's udev rules.
+	post=$(sed -n 's/^POST_INSTALL="\(.*\)"/\1/p' "$tree/src/ssdq-$version/dkms.conf")
+	[[ -x $tree/src/ssdq-$version/${post%% *} ]] || die "POST_INSTALL '$post' is not an executable in the copy"
+	(cd "$tree/src/ssdq-$version" && DESTDIR=$tree/root $post) >/dev/null
+	cmp -s "$tree/root/etc/udev/rules.d/60-ssdq.rules" "$SSDQ_REPO/scripts/60-ssdq.rules" ||
+		die "POST_INSTALL did not install scripts/60-ssdq.rules"
+	echo "dkms: POST_INSTALL installs the udev rules (/etc/udev/rules.d/60-ssdq.rules)"
 	;;
 *) die "usage: dkms.sh install [KVER...] | check KVER..." ;;
 esac

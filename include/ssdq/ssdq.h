@@ -8,6 +8,7 @@
  *   trace.c    - the trace events (trace.h), which every file may emit
  *   status.c   - NVMe statuses and errnos as dmesg prints them
  *   attr.c     - parsing and showing the sysfs/debugfs switches
+ *   ident.c    - identity: serial, model, wwid and the namespace's ids
  *   params.c   - module parameters and their ranges
  *   fault.c    - fault injection: what the driver believes the device did
  *   queue.c    - the SQ/CQ rings and every doorbell write
@@ -38,6 +39,7 @@
 #include <linux/pci.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+#include <linux/uuid.h>
 
 #include <ssdq/compat.h>
 
@@ -109,6 +111,17 @@ struct ssdq_recovery_stats {
 	atomic64_t retried;		/* ... an error status without DNR did */
 	atomic64_t bad_cqes;		/* CQEs naming no request in flight */
 	atomic64_t last_recovery_ms;	/* issue to recovery, last timeout */
+};
+
+/* ident.c: who the controller and namespace say they are (Identify). */
+struct ssdq_ident {
+	u16 vid;
+	char serial[20];		/* space-padded, as Identify has them */
+	char model[40];
+	char firmware_rev[8];
+	u8 eui64[8];			/* all zero: none reported */
+	u8 nguid[16];
+	uuid_t uuid;
 };
 
 /*
@@ -310,6 +323,7 @@ struct ssdq_dev {
 	struct ssdq_fault fault;
 
 	/* What Identify told us. */
+	struct ssdq_ident ident;
 	u32 max_transfer;		/* bytes */
 	u32 dmrsl;			/* blocks in one discard range, 0: any */
 	u32 max_zeroes_sectors;		/* WZSL, in sectors, 0: no limit */
@@ -493,6 +507,14 @@ int ssdq_parse_uint(struct device *d, const char *name, const char *buf,
 		    unsigned int min, unsigned int max, unsigned int *val);
 void ssdq_debugfs_queue_stats(struct ssdq_dev *dev,
 			      const struct ssdq_queue_stats *stats);
+
+/* ident.c */
+void ssdq_ident_ctrl(struct ssdq_dev *dev, const struct nvme_id_ctrl *id);
+void ssdq_ident_ns_descs(struct ssdq_dev *dev, const void *buf);
+void ssdq_ident_ns(struct ssdq_dev *dev, const struct nvme_id_ns *id);
+int ssdq_ident_add(struct ssdq_dev *dev);
+void ssdq_ident_remove(struct ssdq_dev *dev);
+extern const struct attribute_group ssdq_ident_disk_group;
 
 /* params.c */
 int __init ssdq_params_check(void);

@@ -421,6 +421,27 @@ static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
 	return 0;
 }
 
+/*
+ * The namespace's ids (UUID, NGUID, EUI-64) from its descriptor list, which
+ * NVMe 1.3 added. A controller that answers with an error status has none
+ * to give: ids are for user space, the namespace works without them.
+ */
+static int ssdq_identify_ns_descs(struct ssdq_dev *dev, void *buf,
+				  dma_addr_t dma)
+{
+	int ret;
+
+	if (readl(dev->bar + NVME_REG_VS) < NVME_VS(1, 3, 0))
+		return 0;
+	memset(buf, 0, NVME_IDENTIFY_DATA_SIZE);
+	ret = ssdq_identify(dev, NVME_ID_CNS_NS_DESC_LIST, dev->nsid, 0, dma);
+	if (ret > 0)
+		return 0;
+	if (!ret)
+		ssdq_ident_ns_descs(dev, buf);
+	return ret;
+}
+
 static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
 {
 	unsigned int format = nvme_lbaf_index(id->flbas);
@@ -485,6 +506,7 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 	ret = ssdq_parse_id_ctrl(dev, buf);
 	if (ret)
 		goto out;
+	ssdq_ident_ctrl(dev, buf);
 	ret = ssdq_identify_nvm_limits(dev, buf, dma);
 	if (ret) {
 		dev_err(dmadev, "Identify Controller (NVM) failed: %s\n",
@@ -493,6 +515,12 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 	}
 
 	dev->nsid = 1;
+	ret = ssdq_identify_ns_descs(dev, buf, dma);
+	if (ret) {
+		dev_err(dmadev, "Identify Namespace Descriptors failed: %s\n",
+			ssdq_result_str(&m, ret));
+		goto out;
+	}
 	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, 0, dma);
 	if (ret) {
 		dev_err(dmadev, "Identify Namespace failed: %s\n",
@@ -500,6 +528,8 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 		goto out;
 	}
 	ret = ssdq_parse_id_ns(dev, buf);
+	if (!ret)
+		ssdq_ident_ns(dev, buf);
 out:
 	dma_free_coherent(dmadev, NVME_IDENTIFY_DATA_SIZE, buf, dma);
 	return ssdq_status_errno(ret);

@@ -54,8 +54,12 @@ static const struct block_device_operations ssdq_fops = {
 	.owner		= THIS_MODULE,
 };
 
-/* Each technique's switches, as /sys/block/ssdqN/<technique>/. */
+/*
+ * The namespace's identity (ident.c), then each technique's switches, as
+ * /sys/block/ssdqN/<technique>/.
+ */
 static const struct attribute_group *ssdq_disk_groups[] = {
+	&ssdq_ident_disk_group,
 	&ssdq_plug_attr_group,
 	&ssdq_recovery_attr_group,
 	&ssdq_steer_attr_group,

@@ -97,9 +97,12 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ctrl_setup_io_queues(dev, wanted, polled, ssdq_io_reap);
 	if (ret)
 		goto teardown;
-	ret = ssdq_disk_add(dev);
+	ret = ssdq_ident_add(dev);
 	if (ret)
 		goto teardown;
+	ret = ssdq_disk_add(dev);
+	if (ret)
+		goto ident_remove;
 	/* What PCI error recovery restores after a link reset wipes it. */
 	pci_save_state(pdev);
 
@@ -109,6 +112,8 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 1U << dev->lba_shift, dev->nr_io_queues);
 	return 0;
 
+ident_remove:
+	ssdq_ident_remove(dev);
 teardown:
 	ssdq_ctrl_teardown(dev);
 free_dev:
@@ -128,6 +133,7 @@ static void ssdq_remove(struct pci_dev *pdev)
 	    pci_channel_offline(pdev))
 		ssdq_dev_fail(dev, "device removed");
 	ssdq_disk_del(dev);
+	ssdq_ident_remove(dev);
 	/* No request is left, so no delayed completion either. */
 	cancel_delayed_work_sync(&dev->fault.delay_work);
 	/*
