@@ -8,7 +8,8 @@ set -euo pipefail
 
 if [[ $DUT == ssdq ]]; then
 	bad=(io_queues=500 io_queue_depth=1 io_queue_depth=4096 rotational=2 add_random=7
-		fault_admin_status=1025)
+		fault_admin_status=1025 ids=1b36:0010:1af4 ids=1b36:10000
+		"ids=1:1,2:2,3:3,4:4,5:5,6:6,7:7,8:8,9:9")
 else
 	# What the nvme driver rejects (it ignores unknown parameters).
 	bad=(io_queue_depth=1 io_queue_depth=4096 poll_queues=abc)

@@ -52,6 +52,7 @@ struct seq_file;
 #define SSDQ_ADMIN_DEPTH	32
 #define SSDQ_MAX_IO_QUEUES	128
 #define SSDQ_MAX_POLL_QUEUES	128
+#define SSDQ_MAX_IDS		8	/* entries of the ids= parameter */
 #define SSDQ_MIN_QUEUE_DEPTH	2
 #define SSDQ_MAX_QUEUE_DEPTH	1024
 
@@ -76,6 +77,9 @@ struct ssdq_params {
 	unsigned int add_random;	/* default of queue/add_random */
 	unsigned int fault_bar0_doorbells; /* fault.c: 0, or BAR0's pretend room */
 	unsigned int fault_admin_status; /* fault.c: 0, or N: a probe's Nth fails */
+	/* ids=: PCI IDs ssdq may take without a driver_override (main.c) */
+	struct pci_device_id ids[SSDQ_MAX_IDS];
+	unsigned int nr_ids;
 };
 
 extern struct ssdq_params ssdq_params;

@@ -80,6 +80,12 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	struct ssdq_dev *dev;
 	int ret;
 
+	/* A driver_override or an ids= entry can name any device. */
+	if (pdev->class != PCI_CLASS_STORAGE_EXPRESS) {
+		dev_err(&pdev->dev, "class %06x is not NVM Express (%06x); not binding\n",
+			pdev->class, PCI_CLASS_STORAGE_EXPRESS);
+		return -ENODEV;
+	}
 	dev = ssdq_alloc_dev(pdev, wanted + polled + 1);
 	if (!dev)
 		return -ENOMEM;
@@ -184,25 +190,37 @@ static const struct pci_error_handlers ssdq_err_handler = {
 };
 
 /*
- * QEMU's emulated controller, and any NVMe controller by class. There is
- * deliberately no MODULE_DEVICE_TABLE: ssdq must never be autoloaded and race
- * the kernel's nvme driver for a machine's boot disk. Users bind it by hand,
- * usually through driver_override (see README.md).
+ * Binding by consent. ssdq has no ID table of its own: it binds a controller
+ * only when told to, through the device's driver_override ("ssdq"), through
+ * the ids= parameter or new_id (dynamic IDs, as pci-stub and vfio-pci take
+ * them). Loading it, a rescan or a hotplug never takes a controller that
+ * nvme could drive, and without a MODULE_DEVICE_TABLE udev never autoloads
+ * it either. README.md shows how to give it one.
  */
-static const struct pci_device_id ssdq_id_table[] = {
-	{ PCI_DEVICE(PCI_VENDOR_ID_REDHAT, 0x0010) },
-	{ PCI_DEVICE_CLASS(PCI_CLASS_STORAGE_EXPRESS, 0xffffff) },
-	{ }
-};
-
 static struct pci_driver ssdq_pci_driver = {
 	.name		= "ssdq",
-	.id_table	= ssdq_id_table,
 	.probe		= ssdq_probe,
 	.remove		= ssdq_remove,
 	.shutdown	= ssdq_shutdown,
 	.err_handler	= &ssdq_err_handler,
 };
+
+/* The ids= entries, checked by ssdq_params_check(), as dynamic IDs. */
+static int __init ssdq_add_ids(void)
+{
+	const struct pci_device_id *id;
+	int ret;
+
+	for (id = ssdq_params.ids; id < ssdq_params.ids + ssdq_params.nr_ids;
+	     id++) {
+		ret = pci_add_dynid(&ssdq_pci_driver, id->vendor, id->device,
+				    id->subvendor, id->subdevice, id->class,
+				    id->class_mask, 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
 
 static int __init ssdq_init(void)
 {
@@ -221,8 +239,13 @@ static int __init ssdq_init(void)
 	ret = pci_register_driver(&ssdq_pci_driver);
 	if (ret)
 		goto debugfs_remove;
+	ret = ssdq_add_ids();
+	if (ret)
+		goto unregister;
 	return 0;
 
+unregister:
+	pci_unregister_driver(&ssdq_pci_driver);
 debugfs_remove:
 	debugfs_remove_recursive(ssdq_debugfs_root);
 	ssdq_irq_hotplug_exit();

@@ -49,6 +49,16 @@ module_param_named(fault_admin_status, ssdq_params.fault_admin_status,
 MODULE_PARM_DESC(fault_admin_status,
 		 "fault injection: the Nth admin command of each probe fails, 0 = none (0-1024, default 0)");
 
+/*
+ * ids= names, by PCI ID, the controllers ssdq may take without being given
+ * each one through its driver_override, as pci-stub's and vfio-pci's ids=
+ * do (main.c, "Binding by consent").
+ */
+static char *ssdq_ids;
+module_param_named(ids, ssdq_ids, charp, 0444);
+MODULE_PARM_DESC(ids,
+		 "PCI IDs ssdq may bind without driver_override: vendor:device[:subvendor:subdevice[:class:class_mask]] in hex, comma-separated, up to 8 (default none)");
+
 struct ssdq_param_range {
 	const char *name;
 	const unsigned int *val;
@@ -69,6 +79,69 @@ static const struct ssdq_param_range ssdq_param_ranges[] = {
 	{ "fault_admin_status", &ssdq_params.fault_admin_status, 0, 1024 },
 };
 
+/* Fields of one ids= entry: vendor, device, subvendor, subdevice, class, mask. */
+static const unsigned int ssdq_id_field_max[] = {
+	0xffff, 0xffff, 0xffff, 0xffff, 0xffffff, 0xffffff
+};
+
+/* One ids= entry, "1b36:0010" say, into @id; false if it is not one. */
+static bool __init ssdq_parse_id(char *s, struct pci_device_id *id)
+{
+	unsigned int f[] = { 0, 0, PCI_ANY_ID, PCI_ANY_ID, 0, 0 };
+	unsigned int n = 0;
+	char *tok;
+
+	while ((tok = strsep(&s, ":"))) {
+		if (n == ARRAY_SIZE(f) || kstrtouint(tok, 16, &f[n]) ||
+		    f[n] > ssdq_id_field_max[n])
+			return false;
+		n++;
+	}
+	/* Subsystem IDs come as a pair, and a class with its mask. */
+	if (n != 2 && n != 4 && n != 6)
+		return false;
+	*id = (struct pci_device_id) {
+		.vendor = f[0], .device = f[1],
+		.subvendor = f[2], .subdevice = f[3],
+		.class = f[4], .class_mask = f[5],
+	};
+	return true;
+}
+
+static int __init ssdq_parse_ids(void)
+{
+	char entry[48], *list, *p, *s;
+	int ret = 0;
+
+	if (!ssdq_ids)
+		return 0;
+	list = kstrdup(ssdq_ids, GFP_KERNEL);
+	if (!list)
+		return -ENOMEM;
+	p = list;
+	while ((s = strsep(&p, ","))) {
+		if (!*s)
+			continue;
+		if (ssdq_params.nr_ids == SSDQ_MAX_IDS) {
+			pr_err("ids: more than %d entries (allowed 1-%d)\n",
+			       SSDQ_MAX_IDS, SSDQ_MAX_IDS);
+			ret = -EINVAL;
+			break;
+		}
+		/* strsep() cuts the entry up: name it from a copy. */
+		if (strscpy(entry, s, sizeof(entry)) < 0 ||
+		    !ssdq_parse_id(s, &ssdq_params.ids[ssdq_params.nr_ids])) {
+			pr_err("ids: '%.*s' is not vendor:device[:subvendor:subdevice[:class:class_mask]] in hex\n",
+			       (int)sizeof(entry) - 1, entry);
+			ret = -EINVAL;
+			break;
+		}
+		ssdq_params.nr_ids++;
+	}
+	kfree(list);
+	return ret;
+}
+
 /* One line per bad value, naming the parameter and what it allows. */
 int __init ssdq_params_check(void)
 {
@@ -82,5 +155,5 @@ int __init ssdq_params_check(void)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return ssdq_parse_ids();
 }
