@@ -8,7 +8,7 @@
 #   an Abort the controller honours        the request runs again
 #   an error status without DNR            the request runs again
 #   a media error (DNR)                    ENODATA at once, its status logged
-#   an admin command that never completes  the controller is stopped, reset
+#   an Abort that is never answered        no wait, no hung task; reset
 #   CSTS.CFS at a timeout                  reset at once, no Abort
 #   Doorbell Buffer Config refused         back to MMIO doorbells
 #   a fatal signal to the sysfs reset      the reset still completes
@@ -26,10 +26,18 @@ cd /tmp
 	skip "ssdq-only (its faults are ssdq's debugfs); nothing to do for $DUT"
 }
 
-# admin_timeout=2: the admin-timeout case waits for it. io_timeout stays 30 s
-# except where a case needs a timeout: a request left stuck then shows up
-# as a timeout (counted) instead of passing unnoticed.
-dut_load poll_queues=1 admin_timeout=2
+# The unanswered-Abort case runs the hung-task detector at HUNG seconds, and
+# admin_timeout is longer than the detector's longest report time (2 x
+# HUNG): a ->timeout that waited for an admin command would be reported.
+# io_timeout stays 30 s except where a case needs a timeout: a request
+# left stuck then shows up as a timeout (counted) instead of passing
+# unnoticed.
+SCALE=${SSDQ_TIMEOUT_SCALE:-1}
+HUNG=$((6 * SCALE))
+ADMIN_TMO=$((2 * HUNG + 5))
+HUNG0=$(cat /proc/sys/kernel/hung_task_timeout_secs)
+trap 'echo "$HUNG0" >/proc/sys/kernel/hung_task_timeout_secs' EXIT
+dut_load poll_queues=1 admin_timeout=$ADMIN_TMO
 DBG=/sys/kernel/debug/ssdq/$DISK
 FAULT=$DBG/fault
 SYS=/sys/block/$DISK
@@ -131,19 +139,27 @@ media_lines() { # op status
 assert_eq "dmesg lines naming the read's status" "$(media_lines READ '0x4281 (Unrecovered Read Error, DNR)')" 1
 assert_eq "dmesg lines naming the write's status" "$(media_lines WRITE '0x4280 (Write Fault, DNR)')" 1
 
-# --- 7: the Abort for a lost completion never completes either. The
-# admin timeout stops the controller (it may still own the command), the
-# request's timeout resets it, the request runs again.
+# --- 7: the Abort for a lost completion is never answered. ->timeout does
+# not wait for it (blk-mq's timeout work serves every request of the disk):
+# the request's next expiry resets, from the escalation work. No admin
+# command times out, and the hung-task detector, at HUNG seconds, finds
+# nothing blocked; the ssdq whose ->timeout waited for the Abort slept
+# ADMIN_TMO (more than 2 x HUNG) in it: "blocked for more than".
 echo 1000 >"$SYS/queue/io_timeout"
 r0=$(rec resets) a0=$(rec aborts) at0=$(rec admin_timeouts)
+echo "$HUNG" >/proc/sys/kernel/hung_task_timeout_secs
+kmsg_mark abort-unanswered
 echo 1 >"$FAULT/drop_admin_completions"
 echo 1 >"$FAULT/drop_completions"
-verify admin-timeout $((SZ / 2))
-assert_eq "admin completions dropped" "$(injected dropped_admin_completions)" 1
-assert_eq "admin timeouts" "$(($(rec admin_timeouts) - at0))" 1
+verify abort-unanswered $((SZ / 2))
+echo "$HUNG0" >/proc/sys/kernel/hung_task_timeout_secs
+assert_eq "admin completions dropped (the Abort's)" "$(injected dropped_admin_completions)" 1
+assert_eq "admin timeouts" "$(($(rec admin_timeouts) - at0))" 0
 assert_eq "aborts sent" "$(($(rec aborts) - a0))" 1
-assert_gt "resets after the admin timeout" "$(($(rec resets) - r0))" 0
+assert_gt "resets after the unanswered Abort" "$(($(rec resets) - r0))" 0
 assert_eq "controller alive" "$(rec dead)" 0
+blocked=$(dmesg_since abort-unanswered | grep -c 'blocked for more than' || true)
+assert_eq "tasks the hung-task detector found blocked ($HUNG s)" "$blocked" 0
 
 # --- 9: a timeout that finds CSTS.CFS resets at once: no Abort is sent.
 r0=$(rec resets) a0=$(rec aborts) f0=$(rec fatal_status)

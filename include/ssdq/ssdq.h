@@ -50,6 +50,8 @@ struct seq_file;
 #define SSDQ_CTRL_PAGE_SIZE	BIT(SSDQ_CTRL_PAGE_SHIFT)
 
 #define SSDQ_ADMIN_DEPTH	32
+/* The admin command id of the one command nobody waits for; others below. */
+#define SSDQ_NOWAIT_CID		0x8000
 #define SSDQ_MAX_IO_QUEUES	128
 #define SSDQ_MAX_POLL_QUEUES	128
 #define SSDQ_MAX_IDS		8	/* entries of the ids= parameter */
@@ -232,6 +234,9 @@ struct ssdq_queue;
  * io.c), publish the new CQ head. Interrupt handlers and pollers reap
  * through it without knowing what a CQE means.
  */
+struct ssdq_dev;
+typedef void (*ssdq_admin_done_fn)(struct ssdq_dev *dev,
+				   struct nvme_completion *cqe);
 typedef int (*ssdq_reap_fn)(struct ssdq_queue *q, int budget,
 			    struct io_comp_batch *iob);
 
@@ -289,6 +294,7 @@ struct ssdq_iod {
 	u16 nvme_status;		/* SCT/SC of the CQE, 0 on success */
 	bool mapped;			/* data is DMA-mapped */
 	bool aborted;			/* an Abort was sent for it */
+	bool escalated;			/* its timeout asked for a reset */
 	u8 retries;			/* times a reset requeued it */
 	u8 genctr;			/* bumped per issue, in the command id */
 	unsigned long start;		/* jiffies when it was issued */
@@ -315,8 +321,14 @@ struct ssdq_dev {
 	int instance;
 	unsigned long flags;
 #define SSDQ_DEAD	0		/* controller disabled for good */
+#define SSDQ_REMOVED	1		/* being removed: no reset any more */
 	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
 	struct work_struct reset_work;	/* a reset asked for through sysfs */
+	struct work_struct escalate_work; /* ... and for a timeout */
+	/* The last Abort sent (recovery.c): for which command, and its answer. */
+	u16 abort_qid;
+	u16 abort_cid;
+	bool abort_refused;		/* "not aborted", or it failed */
 	int reset_result;		/* ... and how it went */
 	ktime_t pci_reset_start;	/* a PCI reset (FLR) under way */
 	bool pci_reset_stopped;		/* ... took the requests back */
@@ -338,12 +350,16 @@ struct ssdq_dev {
 	u8 lba_shift;
 	sector_t capacity;		/* in 512-byte sectors */
 
-	/* The admin queue runs one command at a time. */
+	/*
+	 * The admin queue runs one command at a time, and beside it one that
+	 * nobody waits for, whose CQE goes to nowait_done (NULL: none out).
+	 */
 	struct mutex admin_lock;
 	struct completion admin_done;
 	u16 admin_cid;
 	u16 admin_status;
 	u32 admin_result;
+	ssdq_admin_done_fn nowait_done;
 
 	/* [0] admin, [1..] I/O with interrupts, then the polled ones */
 	struct ssdq_queue *queues;
@@ -649,6 +665,8 @@ void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
 int ssdq_ctrl_restart(struct ssdq_dev *dev);
 int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		    u32 *result);
+int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
+			     ssdq_admin_done_fn done);
 int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
 bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
 
@@ -659,6 +677,7 @@ void ssdq_recovery_init(struct ssdq_dev *dev);
 enum blk_eh_timer_return ssdq_timeout(struct request *req);
 bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
+void ssdq_recovery_remove(struct ssdq_dev *dev);
 void ssdq_dev_shutdown(struct ssdq_dev *dev);
 void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
 void ssdq_pci_reset_done(struct ssdq_dev *dev);

@@ -194,13 +194,34 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	return 0;
 }
 
-/* The admin queue's CQE handler: wake the one command waiting. */
+/* The answer to the command nobody waits for, to whoever sent it. */
+static void ssdq_admin_nowait_cqe(struct ssdq_dev *dev,
+				  struct nvme_completion *cqe)
+{
+	ssdq_admin_done_fn done;
+
+	/* Dropped, it stays out, as one the controller never answers. */
+	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
+		return;
+	done = xchg(&dev->nowait_done, NULL);
+	if (done)
+		done(dev, cqe);
+}
+
+/*
+ * The admin queue's CQE handler: wake the one command waiting, or hand the
+ * answer to one nobody waits for (an Abort) to its sender.
+ */
 static void ssdq_admin_handle_cqe(struct ssdq_queue *q,
 				  struct nvme_completion *cqe,
 				  struct io_comp_batch *iob)
 {
 	struct ssdq_dev *dev = q->dev;
 
+	if (cqe->command_id == SSDQ_NOWAIT_CID) {
+		ssdq_admin_nowait_cqe(dev, cqe);
+		return;
+	}
 	if (cqe->command_id != READ_ONCE(dev->admin_cid)) {
 		dev_warn_ratelimited(&dev->pdev->dev,
 				     "ignoring admin completion for stale id %u\n",
@@ -317,7 +338,7 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 	 * before the completion is re-armed. (A timed-out command cannot
 	 * complete late: its controller was stopped.)
 	 */
-	WRITE_ONCE(dev->admin_cid, dev->admin_cid + 1);
+	WRITE_ONCE(dev->admin_cid, (dev->admin_cid + 1) & (SSDQ_NOWAIT_CID - 1));
 	reinit_completion(&dev->admin_done);
 	cmd->common.command_id = dev->admin_cid;
 
@@ -338,6 +359,28 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 out:
 	mutex_unlock(&dev->admin_lock);
 	return ret;
+}
+
+/*
+ * Send an admin command and return: @done gets its CQE from the admin
+ * queue's reaper (interrupt context). One such command may be out at a
+ * time, beside ssdq_admin_exec()'s (the admin queue has room for both);
+ * -EBUSY while one is, -ENODEV while the admin queue is stopped. A reset
+ * forgets it (ssdq_ctrl_reset_rings()): a disabled controller answers
+ * nothing.
+ */
+int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
+			     ssdq_admin_done_fn done)
+{
+	struct ssdq_queue *aq = &dev->queues[0];
+
+	if (!READ_ONCE(aq->created))
+		return -ENODEV;
+	if (cmpxchg(&dev->nowait_done, NULL, done))
+		return -EBUSY;
+	cmd->common.command_id = SSDQ_NOWAIT_CID;
+	ssdq_submit_cmd(aq, cmd);
+	return 0;
 }
 
 static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid, u8 csi,
@@ -900,6 +943,8 @@ void ssdq_ctrl_reset_rings(struct ssdq_dev *dev)
 		ssdq_queue_reset_rings(&dev->queues[qid]);
 		dev->queues[qid].created = false;
 	}
+	/* A command out before the disable is never answered now. */
+	WRITE_ONCE(dev->nowait_done, NULL);
 }
 
 /*

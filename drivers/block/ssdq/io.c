@@ -236,6 +236,7 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	iod->nvme_status = 0;
 	iod->mapped = false;
 	iod->aborted = false;
+	iod->escalated = false;
 	iod->prp_list = NULL;
 	iod->start = jiffies;
 

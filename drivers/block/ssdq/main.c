@@ -148,8 +148,11 @@ static void ssdq_remove(struct pci_dev *pdev)
 	 */
 	cancel_work_sync(&dev->reset_work);
 	cancel_work_sync(&dev->pci_reset_work);
+	ssdq_recovery_remove(dev);
 	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
+	/* An Abort's answer reaped by the teardown may have queued it again. */
+	cancel_work_sync(&dev->escalate_work);
 	ssdq_disk_free(dev);
 	ssdq_free_dev(dev);
 }

@@ -436,27 +436,59 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 	ssdq_unfreeze_queue(q);
 }
 
-/* Returns 0 if the controller aborted the command, else why not. */
-static int ssdq_abort(struct ssdq_queue *q, struct request *req)
+/*
+ * The Abort's answer, from the admin queue's reaper. Aborted: the command
+ * completes with "Command Abort Requested" and runs again. Not aborted
+ * (QEMU 7.2 always says so), or the Abort failed: reset now rather than at
+ * the command's next expiry, from the escalation work.
+ */
+static void ssdq_abort_done(struct ssdq_dev *dev, struct nvme_completion *cqe)
+{
+	bool refused = le32_to_cpu(cqe->result.u32) & 1;
+
+	if (refused)
+		atomic64_inc(&dev->recovery.aborts_refused);
+	if (refused || le16_to_cpu(cqe->status) >> 1) {
+		WRITE_ONCE(dev->abort_refused, true);
+		queue_work(ssdq_reset_wq, &dev->escalate_work);
+	}
+}
+
+/*
+ * 2. Send an Abort for @req and do not wait for it: its answer comes to
+ * ssdq_abort_done(). One at a time per controller (nvme-pci's abort limit
+ * at its smallest). Returns 0 if sent, -EBUSY if another is out, -ENODEV if
+ * the admin queue is stopped.
+ */
+static int ssdq_abort_send(struct ssdq_queue *q, struct request *req)
 {
 	struct ssdq_dev *dev = q->dev;
 	struct nvme_command c = { };
-	u32 result = 0;
+	u16 cid = ssdq_cid(req);
 	int ret;
 
+	lockdep_assert_held(&dev->recovery_lock);
 	c.abort.opcode = nvme_admin_abort_cmd;
 	c.abort.sqid = cpu_to_le16(q->qid);
-	c.abort.cid = ssdq_cid(req);
-	atomic64_inc(&dev->recovery.aborts);
-	ret = ssdq_admin_exec(dev, &c, &result);
+	c.abort.cid = cid;
+	ret = ssdq_admin_submit_nowait(dev, &c, ssdq_abort_done);
 	if (ret)
-		return ret < 0 ? ret : -EIO;
-	/* Dword 0 bit 0 set: "command not aborted". */
-	if (result & 1) {
-		atomic64_inc(&dev->recovery.aborts_refused);
-		return -EBUSY;
-	}
+		return ret;
+	/* Read by the escalation work, under recovery_lock as here. */
+	dev->abort_qid = q->qid;
+	dev->abort_cid = cid;
+	atomic64_inc(&dev->recovery.aborts);
 	return 0;
+}
+
+/* 3. Have the escalation work reset the controller for @req. */
+static enum blk_eh_timer_return ssdq_escalate(struct ssdq_dev *dev,
+					      struct request *req)
+{
+	ssdq_iod(req)->escalated = true;
+	queue_work(ssdq_reset_wq, &dev->escalate_work);
+	/* The reset takes the request back; until then it is in flight. */
+	return BLK_EH_RESET_TIMER;
 }
 
 /* From the timed-out request's issue to now. */
@@ -466,6 +498,15 @@ static void ssdq_note_recovery(struct ssdq_dev *dev, unsigned long issued)
 		     jiffies_to_msecs(jiffies - issued));
 }
 
+/*
+ * ->timeout never sleeps on the device: it looks at the CQ, sends an Abort
+ * without waiting, and leaves resets to the escalation work. Nor does it
+ * wait for recovery_lock: whoever holds it (a reset, an FLR, PCI error
+ * recovery, the escalation work) takes every request back itself, and
+ * blk-mq's timeout work, which serves every request of the disk, would
+ * otherwise sleep behind a reset of seconds. The request is then looked at
+ * again after another io_timeout.
+ */
 enum blk_eh_timer_return ssdq_timeout(struct request *req)
 {
 	struct ssdq_queue *q = req->mq_hctx->driver_data;
@@ -473,6 +514,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	struct ssdq_dev *dev = q->dev;
 	enum blk_eh_timer_return ret = BLK_EH_DONE;
 	unsigned long issued;
+	int err;
 
 	/*
 	 * A link in error: PCI error recovery takes the request back and
@@ -481,16 +523,21 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	if (pci_channel_offline(dev->pdev))
 		return BLK_EH_RESET_TIMER;
 	atomic64_inc(&dev->recovery.timeouts);
-	mutex_lock(&dev->recovery_lock);
+	if (!mutex_trylock(&dev->recovery_lock))
+		return BLK_EH_RESET_TIMER;
 	if (ssdq_dead(dev)) {
 		trace_ssdq_timeout_step(q, req, SSDQ_STEP_DEAD);
 		ssdq_cancel_rq(req, NULL);
 		goto out;
 	}
-	/* While we waited for the lock, a reset may have dealt with it. */
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
 		goto out;
 	if (time_before(jiffies, READ_ONCE(req->deadline))) {
+		ret = BLK_EH_RESET_TIMER;
+		goto out;
+	}
+	/* Its reset is on the way. */
+	if (iod->escalated) {
 		ret = BLK_EH_RESET_TIMER;
 		goto out;
 	}
@@ -501,8 +548,7 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	if (ssdq_ctrl_fatal(dev)) {
 		trace_ssdq_timeout_step(q, req, SSDQ_STEP_FATAL);
 		atomic64_inc(&dev->recovery.fatal_status);
-		ssdq_reset_locked(dev, "controller fatal status");
-		ssdq_note_recovery(dev, issued);
+		ret = ssdq_escalate(dev, req);
 		goto out;
 	}
 
@@ -518,25 +564,95 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 		goto out;
 	}
 
-	/* 2. Abort, once per request. */
+	/*
+	 * 2. Abort, once per request; its timer runs again meanwhile. With
+	 * another Abort out, the request waits one more io_timeout instead.
+	 */
 	dev_warn(&dev->pdev->dev, "queue %u: command %d (%s) timed out\n",
 		 q->qid, req->tag, blk_op_str(req_op(req)));
 	if (!iod->aborted) {
 		iod->aborted = true;
-		trace_ssdq_timeout_step(q, req, SSDQ_STEP_ABORT);
-		if (!ssdq_abort(q, req)) {
+		err = ssdq_abort_send(q, req);
+		if (!err)
+			trace_ssdq_timeout_step(q, req, SSDQ_STEP_ABORT);
+		if (err != -ENODEV) {
 			ret = BLK_EH_RESET_TIMER;
 			goto out;
 		}
 	}
 
 	/* 3. Reset: the request is requeued (or failed) by it. */
-	trace_ssdq_timeout_step(q, req, SSDQ_STEP_RESET);
-	ssdq_reset_locked(dev, "command timeout");
-	ssdq_note_recovery(dev, issued);
+	ret = ssdq_escalate(dev, req);
 out:
 	mutex_unlock(&dev->recovery_lock);
 	return ret;
+}
+
+/* What the escalation work looks for: a request to reset for. */
+struct ssdq_escalation {
+	bool refused;			/* dev->abort_refused, and its command */
+	u16 qid;
+	u16 cid;
+	unsigned long issued;		/* the request found */
+	bool found;
+};
+
+static bool ssdq_find_escalated(struct request *req, void *data)
+{
+	struct ssdq_escalation *e = data;
+	struct ssdq_queue *q = req->mq_hctx->driver_data;
+	struct ssdq_iod *iod = ssdq_iod(req);
+
+	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
+		return true;
+	if (!iod->escalated &&
+	    !(e->refused && q->qid == e->qid && ssdq_cid(req) == e->cid))
+		return true;
+	trace_ssdq_timeout_step(q, req, SSDQ_STEP_RESET);
+	e->issued = iod->start;
+	e->found = true;
+	return false;
+}
+
+/*
+ * 3. Reset for a timeout, on ssdq's reset workqueue: asked for by ->timeout
+ * or by an Abort's refusal. Only if a request it was asked for is still in
+ * flight: a reset since (sysfs, FLR, another timeout's) ran it again, and an
+ * Abort refused for a command that then completed needs none. (The command
+ * id carries a generation: a tag reused since does not match.)
+ */
+static void ssdq_escalate_work(struct work_struct *work)
+{
+	struct ssdq_dev *dev = container_of(work, struct ssdq_dev,
+					    escalate_work);
+	struct ssdq_escalation e = { };
+
+	mutex_lock(&dev->recovery_lock);
+	e.refused = READ_ONCE(dev->abort_refused);
+	e.qid = dev->abort_qid;
+	e.cid = dev->abort_cid;
+	WRITE_ONCE(dev->abort_refused, false);
+	if (!test_bit(SSDQ_REMOVED, &dev->flags) && !ssdq_dead(dev))
+		blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_find_escalated, &e);
+	if (e.found) {
+		ssdq_reset_locked(dev, "command timeout");
+		ssdq_note_recovery(dev, e.issued);
+	}
+	mutex_unlock(&dev->recovery_lock);
+}
+
+/*
+ * Removal, before the teardown: after the disk is gone no request needs a
+ * reset, and none may start on a controller being torn down (one under way
+ * ends first). The caller cancels the work again once the admin interrupt,
+ * which may queue it, is freed.
+ */
+void ssdq_recovery_remove(struct ssdq_dev *dev)
+{
+	mutex_lock(&dev->recovery_lock);
+	set_bit(SSDQ_REMOVED, &dev->flags);
+	mutex_unlock(&dev->recovery_lock);
+	cancel_work_sync(&dev->escalate_work);
 }
 
 static void ssdq_reset_work(struct work_struct *work)
@@ -554,6 +670,7 @@ void ssdq_recovery_init(struct ssdq_dev *dev)
 {
 	mutex_init(&dev->recovery_lock);
 	INIT_WORK(&dev->reset_work, ssdq_reset_work);
+	INIT_WORK(&dev->escalate_work, ssdq_escalate_work);
 	INIT_WORK(&dev->pci_reset_work, ssdq_pci_reset_work);
 }
 
