@@ -50,7 +50,7 @@ check_modinfo() { # ko kver
 	want="$version+$(cat "$tree/src/ssdq-$version/VERSION" 2>/dev/null)"
 	got=$(modinfo -F version "$ko")
 	[[ $got == "${want%+}" ]] || die "$ko: version '$got', want '${want%+}'"
-	n=$(modinfo -F parm "$ko" | grep -vc 'default [0-9]' || true)
+	n=$(modinfo -F parm "$ko" | grep -vcE 'default ([0-9]|none)' || true)
 	((n == 0)) || die "$ko: $n parameters without a default in modinfo"
 	echo "dkms: ssdq $got for $kver: $(modinfo -F parm "$ko" | wc -l) parameters, each with its default"
 }

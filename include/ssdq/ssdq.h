@@ -325,6 +325,7 @@ struct ssdq_dev {
 	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
 	struct work_struct reset_work;	/* a reset asked for through sysfs */
 	struct work_struct escalate_work; /* ... and for a timeout */
+	bool escalation_pending;	/* ... asked for, not yet done */
 	/* The last Abort sent (recovery.c): for which command, and its answer. */
 	u16 abort_qid;
 	u16 abort_cid;

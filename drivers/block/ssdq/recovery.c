@@ -450,6 +450,7 @@ static void ssdq_abort_done(struct ssdq_dev *dev, struct nvme_completion *cqe)
 		atomic64_inc(&dev->recovery.aborts_refused);
 	if (refused || le16_to_cpu(cqe->status) >> 1) {
 		WRITE_ONCE(dev->abort_refused, true);
+		WRITE_ONCE(dev->escalation_pending, true);
 		queue_work(ssdq_reset_wq, &dev->escalate_work);
 	}
 }
@@ -486,6 +487,7 @@ static enum blk_eh_timer_return ssdq_escalate(struct ssdq_dev *dev,
 					      struct request *req)
 {
 	ssdq_iod(req)->escalated = true;
+	WRITE_ONCE(dev->escalation_pending, true);
 	queue_work(ssdq_reset_wq, &dev->escalate_work);
 	/* The reset takes the request back; until then it is in flight. */
 	return BLK_EH_RESET_TIMER;
@@ -565,6 +567,15 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	}
 
 	/*
+	 * A reset is on its way (an Abort was refused): it takes this request
+	 * back too, and another Abort would only be refused as well.
+	 */
+	if (READ_ONCE(dev->escalation_pending)) {
+		ret = BLK_EH_RESET_TIMER;
+		goto out;
+	}
+
+	/*
 	 * 2. Abort, once per request; its timer runs again meanwhile. With
 	 * another Abort out, the request waits one more io_timeout instead.
 	 */
@@ -638,6 +649,8 @@ static void ssdq_escalate_work(struct work_struct *work)
 		ssdq_reset_locked(dev, "command timeout");
 		ssdq_note_recovery(dev, e.issued);
 	}
+	/* Under the lock: ->timeout reads it holding the lock too. */
+	WRITE_ONCE(dev->escalation_pending, false);
 	mutex_unlock(&dev->recovery_lock);
 }
 
