@@ -234,8 +234,9 @@ struct ssdq_queue;
  * io.c), publish the new CQ head. Interrupt handlers and pollers reap
  * through it without knowing what a CQE means.
  */
+/* An admin answer nobody waited for; true: keep the slot (ctrl.c). */
 struct ssdq_dev;
-typedef void (*ssdq_admin_done_fn)(struct ssdq_dev *dev,
+typedef bool (*ssdq_admin_done_fn)(struct ssdq_dev *dev,
 				   struct nvme_completion *cqe);
 typedef int (*ssdq_reap_fn)(struct ssdq_queue *q, int budget,
 			    struct io_comp_batch *iob);
@@ -322,15 +323,14 @@ struct ssdq_dev {
 	unsigned long flags;
 #define SSDQ_DEAD	0		/* controller disabled for good */
 #define SSDQ_REMOVED	1		/* being removed: no reset any more */
+#define SSDQ_ABORT_REFUSED 2		/* the last Abort: "not aborted", failed */
 	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
 	struct work_struct reset_work;	/* a reset asked for through sysfs */
-	struct work_struct escalate_work; /* ... and for a timeout */
-	bool escalation_pending;	/* ... asked for, not yet done */
-	/* The last Abort sent (recovery.c): for which command, and its answer. */
-	u16 abort_qid;
-	u16 abort_cid;
-	bool abort_refused;		/* "not aborted", or it failed */
 	int reset_result;		/* ... and how it went */
+	struct work_struct escalate_work; /* a reset for a timeout */
+	bool escalation_pending;	/* ... asked for, not yet done */
+	u16 abort_qid;			/* the last Abort sent: its command */
+	u16 abort_cid;
 	ktime_t pci_reset_start;	/* a PCI reset (FLR) under way */
 	bool pci_reset_stopped;		/* ... took the requests back */
 	struct work_struct pci_reset_work; /* ... restarts after it */
@@ -668,6 +668,7 @@ int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		    u32 *result);
 int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
 			     ssdq_admin_done_fn done);
+void ssdq_admin_nowait_release(struct ssdq_dev *dev);
 int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
 bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
 

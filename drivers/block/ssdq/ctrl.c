@@ -194,7 +194,11 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 	return 0;
 }
 
-/* The answer to the command nobody waits for, to whoever sent it. */
+/*
+ * The answer to the command nobody waits for, to whoever sent it. The slot
+ * is freed only after @done ran, so the next sender sees what it did; or
+ * kept, if @done says so, until ssdq_admin_nowait_release() or a reset.
+ */
 static void ssdq_admin_nowait_cqe(struct ssdq_dev *dev,
 				  struct nvme_completion *cqe)
 {
@@ -203,9 +207,11 @@ static void ssdq_admin_nowait_cqe(struct ssdq_dev *dev,
 	/* Dropped, it stays out, as one the controller never answers. */
 	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
 		return;
-	done = xchg(&dev->nowait_done, NULL);
-	if (done)
-		done(dev, cqe);
+	done = READ_ONCE(dev->nowait_done);
+	if (!done || done(dev, cqe))
+		return;
+	/* Release: @done's stores before the slot is seen free (cmpxchg). */
+	smp_store_release(&dev->nowait_done, NULL);
 }
 
 /*
@@ -381,6 +387,13 @@ int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
 	cmd->common.command_id = SSDQ_NOWAIT_CID;
 	ssdq_submit_cmd(aq, cmd);
 	return 0;
+}
+
+/* Free the slot a sender's @done kept after its answer. */
+void ssdq_admin_nowait_release(struct ssdq_dev *dev)
+{
+	/* Release: as in ssdq_admin_nowait_cqe(), pairs with the cmpxchg. */
+	smp_store_release(&dev->nowait_done, NULL);
 }
 
 static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid, u8 csi,

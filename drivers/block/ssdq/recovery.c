@@ -204,6 +204,8 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 	s64 ms;
 
 	lockdep_assert_held(&dev->recovery_lock);
+	/* An Abort refused before the disable: its slot goes with the rings. */
+	clear_bit(SSDQ_ABORT_REFUSED, &dev->flags);
 	if (!ssdq_dead(dev)) {
 		ssdq_ctrl_reset_rings(dev);
 		ssdq_set_irqs(dev, true);
@@ -440,19 +442,21 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
  * The Abort's answer, from the admin queue's reaper. Aborted: the command
  * completes with "Command Abort Requested" and runs again. Not aborted
  * (QEMU 7.2 always says so), or the Abort failed: reset now rather than at
- * the command's next expiry, from the escalation work.
+ * the command's next expiry, from the escalation work, and keep the Abort's
+ * slot until it is done: requests that time out meanwhile find it busy and
+ * wait for the reset instead of sending Aborts that would be refused too.
  */
-static void ssdq_abort_done(struct ssdq_dev *dev, struct nvme_completion *cqe)
+static bool ssdq_abort_done(struct ssdq_dev *dev, struct nvme_completion *cqe)
 {
 	bool refused = le32_to_cpu(cqe->result.u32) & 1;
 
 	if (refused)
 		atomic64_inc(&dev->recovery.aborts_refused);
-	if (refused || le16_to_cpu(cqe->status) >> 1) {
-		WRITE_ONCE(dev->abort_refused, true);
-		WRITE_ONCE(dev->escalation_pending, true);
-		queue_work(ssdq_reset_wq, &dev->escalate_work);
-	}
+	if (!refused && !(le16_to_cpu(cqe->status) >> 1))
+		return false;
+	set_bit(SSDQ_ABORT_REFUSED, &dev->flags);
+	queue_work(ssdq_reset_wq, &dev->escalate_work);
+	return true;
 }
 
 /*
@@ -567,8 +571,8 @@ enum blk_eh_timer_return ssdq_timeout(struct request *req)
 	}
 
 	/*
-	 * A reset is on its way (an Abort was refused): it takes this request
-	 * back too, and another Abort would only be refused as well.
+	 * Its reset is on its way for another request: it takes this one
+	 * back too. (After a refused Abort the slot stays busy instead.)
 	 */
 	if (READ_ONCE(dev->escalation_pending)) {
 		ret = BLK_EH_RESET_TIMER;
@@ -601,7 +605,7 @@ out:
 
 /* What the escalation work looks for: a request to reset for. */
 struct ssdq_escalation {
-	bool refused;			/* dev->abort_refused, and its command */
+	bool refused;			/* SSDQ_ABORT_REFUSED, and its command */
 	u16 qid;
 	u16 cid;
 	unsigned long issued;		/* the request found */
@@ -639,16 +643,21 @@ static void ssdq_escalate_work(struct work_struct *work)
 	struct ssdq_escalation e = { };
 
 	mutex_lock(&dev->recovery_lock);
-	e.refused = READ_ONCE(dev->abort_refused);
+	e.refused = test_and_clear_bit(SSDQ_ABORT_REFUSED, &dev->flags);
 	e.qid = dev->abort_qid;
 	e.cid = dev->abort_cid;
-	WRITE_ONCE(dev->abort_refused, false);
 	if (!test_bit(SSDQ_REMOVED, &dev->flags) && !ssdq_dead(dev))
 		blk_mq_tagset_busy_iter(&dev->tag_set, ssdq_find_escalated, &e);
 	if (e.found) {
 		ssdq_reset_locked(dev, "command timeout");
 		ssdq_note_recovery(dev, e.issued);
 	}
+	/*
+	 * The refused Abort's slot, kept since its answer: no other Abort was
+	 * sent meanwhile, and a reset, which frees it, clears e.refused's bit.
+	 */
+	if (e.refused && !e.found)
+		ssdq_admin_nowait_release(dev);
 	/* Under the lock: ->timeout reads it holding the lock too. */
 	WRITE_ONCE(dev->escalation_pending, false);
 	mutex_unlock(&dev->recovery_lock);
