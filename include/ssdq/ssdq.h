@@ -227,6 +227,11 @@ enum ssdq_timeout_step {
 };
 
 struct ssdq_queue;
+struct ssdq_dev;
+
+/* An admin answer nobody waited for; true: keep the slot (ctrl.c). */
+typedef bool (*ssdq_admin_done_fn)(struct ssdq_dev *dev,
+				   struct nvme_completion *cqe);
 
 /*
  * A queue's reaper: consume up to budget CQEs, hand each to whoever owns
@@ -234,10 +239,6 @@ struct ssdq_queue;
  * io.c), publish the new CQ head. Interrupt handlers and pollers reap
  * through it without knowing what a CQE means.
  */
-/* An admin answer nobody waited for; true: keep the slot (ctrl.c). */
-struct ssdq_dev;
-typedef bool (*ssdq_admin_done_fn)(struct ssdq_dev *dev,
-				   struct nvme_completion *cqe);
 typedef int (*ssdq_reap_fn)(struct ssdq_queue *q, int budget,
 			    struct io_comp_batch *iob);
 
