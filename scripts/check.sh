@@ -104,7 +104,8 @@ result() { # PASS|FAIL|SKIP name [reason]
 # A test's header may also say "# boot: NAME": it then runs in a boot of
 # that name, with the other tests that name it, not in the main one. NAME
 # pcie is the PCI Express machine (vm.sh --pcie), mdts8 controllers that
-# take 1 MiB transfers (--mdts 8), cpu4 a machine of 4 vCPUs (--smp 4);
+# take 1 MiB transfers (--mdts 8), cpu4 a machine of 4 vCPUs (--smp 4),
+# sleep one under single-threaded TCG (--tcg-thread single: system sleep);
 # any other NAME is the main machine with images of its own. Tests that
 # write all over the disk (filesystems), where the main boot's host
 # post-checks read their regions, run in the pcie boot.
@@ -136,6 +137,7 @@ boot_args() { # boot name -> vm.sh arguments
 	pcie) echo --pcie ;;
 	mdts8) echo --mdts 8 ;;
 	cpu4) echo --smp 4 ;;
+	sleep) echo --tcg-thread single ;;
 	esac
 }
 

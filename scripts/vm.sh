@@ -23,6 +23,13 @@
 #                       ($SSDQ_PCI_DUT in the guest), so the kernel's AER
 #                       driver (and aer_inject) can run error recovery on it
 #   --smp N             N vCPUs (default 2; the matrix test's boot has 4)
+#   --tcg-thread single|multi
+#                       TCG's threading, as SSDQ_TCG_THREAD (the sleep
+#                       test's boot: single; a wake from S3 under multi
+#                       came back with EFLAGS garbled in most boots)
+#   QMP: every boot has a QMP socket, $OUT/qmp.sock, and
+#                       scripts/qmp-agent.py beside QEMU, which wakes a
+#                       sleeping guest when it asks on the console
 #   --kernel-dir DIR    boot another Debian kernel, unpacked in DIR by
 #                       scripts/kernel.sh (e.g. 6.1), its modules on
 #                       /lib/modules
@@ -84,12 +91,14 @@ while (($#)); do
 	--kernel-dir) kernel_dir=$2; shift 2 ;;
 	--pcie) pcie=1; shift ;;
 	--smp) smp=$2; shift 2 ;;
+	--tcg-thread) SSDQ_TCG_THREAD=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "vm.sh: unknown option $1" ;;
 	*) break ;;
 	esac
 done
 (($#)) || set -- true
+case ${SSDQ_TCG_THREAD:-multi} in single | multi) ;; *) die "--tcg-thread takes single or multi, not '$SSDQ_TCG_THREAD'" ;; esac
 
 mem=2048
 append=
@@ -133,6 +142,8 @@ case $out/ in
 esac
 # The kernel command line and 9p carry these paths; keep them simple.
 [[ $out =~ ^[A-Za-z0-9_./+-]+$ ]] || die "results path '$out' has unusual characters"
+# A unix socket's path (QMP's) holds at most 107 bytes.
+((${#out} <= 90)) || die "results path '$out' is longer than 90 bytes (QMP socket)"
 
 
 # Write the guest script: forwarded environment, then the command.
@@ -220,6 +231,7 @@ boot() {
 	local -a qemu=(qemu-system-x86_64 -machine "$machine" "${accel_args[@]}"
 		-smp "$smp" -m "$mem"
 		-nodefaults -nographic -no-reboot -monitor none
+		-qmp "unix:$out/qmp.sock,server=on,wait=off"
 		-serial "file:$log"
 		-kernel "$kernel" -initrd "$initrd"
 		-append "console=ttyS0 quiet panic=-1 mitigations=off tsc=reliable ssdq_repo=$SSDQ_REPO ssdq_script=$script${append:+ $append}"
@@ -242,9 +254,16 @@ boot() {
 		tail -n +1 -F "$log" 2>/dev/null &
 		tailpid=$!
 	fi
+	# What a sleeping guest asks of the host (scripts/qmp-agent.py).
+	rm -f "$out/qmp.sock" "$out/qmp-agent.log"
+	python3 "$SSDQ_REPO/scripts/qmp-agent.py" "$log" "$out/qmp.sock" \
+		"$out/qmp-agent.log" 2>>"$out/qmp-agent.log" &
+	local agent=$!
 	qrc=0
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null >"$out/qemu.out" 2>&1 || qrc=$?
 	echo "$qrc" >"$out/qemu.rc"
+	kill "$agent" 2>/dev/null || true
+	wait "$agent" 2>/dev/null || true
 	if [[ -n $tailpid ]]; then
 		sleep 0.3
 		kill "$tailpid" 2>/dev/null || true

@@ -116,6 +116,7 @@ struct ssdq_recovery_stats {
 	atomic64_t requeued;		/* requests a reset ran again */
 	atomic64_t retried;		/* ... an error status without DNR did */
 	atomic64_t bad_cqes;		/* CQEs naming no request in flight */
+	atomic64_t suspends;		/* system sleeps (suspend, freeze) */
 	atomic64_t last_recovery_ms;	/* issue to recovery, last timeout */
 };
 
@@ -337,6 +338,8 @@ struct ssdq_dev {
 	struct work_struct pci_reset_work; /* ... restarts after it */
 	ktime_t pci_error_start;	/* a frozen link's recovery under way */
 	bool pci_error_stopped;		/* ... took the requests back */
+	ktime_t pm_start;		/* a system sleep under way */
+	bool pm_stopped;		/* ... took the requests back */
 	struct ssdq_recovery_stats recovery;
 	struct ssdq_fault fault;
 
@@ -682,6 +685,8 @@ bool ssdq_retry_rq(struct ssdq_dev *dev, struct request *req, u16 status);
 void ssdq_dev_fail(struct ssdq_dev *dev, const char *why);
 void ssdq_recovery_remove(struct ssdq_dev *dev);
 void ssdq_dev_shutdown(struct ssdq_dev *dev);
+void ssdq_dev_suspend(struct ssdq_dev *dev);
+void ssdq_dev_resume(struct ssdq_dev *dev);
 void ssdq_pci_reset_prepare(struct ssdq_dev *dev);
 void ssdq_pci_reset_done(struct ssdq_dev *dev);
 pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,

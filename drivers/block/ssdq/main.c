@@ -162,6 +162,26 @@ static void ssdq_shutdown(struct pci_dev *pdev)
 	ssdq_dev_shutdown(pci_get_drvdata(pdev));
 }
 
+/*
+ * System sleep, the same way for each kind (suspend/resume, hibernation's
+ * freeze/thaw, poweroff/restore): shut down, take the requests back;
+ * restart, run them (recovery.c). The PCI core saves and restores config
+ * space and MSI-X around these.
+ */
+static int ssdq_suspend(struct device *d)
+{
+	ssdq_dev_suspend(dev_get_drvdata(d));
+	return 0;
+}
+
+static int ssdq_resume(struct device *d)
+{
+	ssdq_dev_resume(dev_get_drvdata(d));
+	return 0;
+}
+
+static DEFINE_SIMPLE_DEV_PM_OPS(ssdq_pm_ops, ssdq_suspend, ssdq_resume);
+
 /* A function-level reset through sysfs, or one the PCI core does itself. */
 static void ssdq_reset_prepare(struct pci_dev *pdev)
 {
@@ -206,6 +226,7 @@ static struct pci_driver ssdq_pci_driver = {
 	.remove		= ssdq_remove,
 	.shutdown	= ssdq_shutdown,
 	.err_handler	= &ssdq_err_handler,
+	.driver.pm	= pm_sleep_ptr(&ssdq_pm_ops),
 };
 
 /* The ids= entries, checked by ssdq_params_check(), as dynamic IDs. */

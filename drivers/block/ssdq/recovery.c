@@ -88,6 +88,7 @@ enum ssdq_stop {
 	SSDQ_STOP_RESET,	/* CC.EN = 0; one that will not disable is dead */
 	SSDQ_STOP_PCI_RESET,	/* ... but an FLR, next, resets it anyway */
 	SSDQ_STOP_SHUTDOWN,	/* CC.SHN, then dead: nothing runs again */
+	SSDQ_STOP_SUSPEND,	/* CC.SHN; resume disables and restarts it */
 };
 
 /*
@@ -102,6 +103,7 @@ enum ssdq_stop {
  */
 static int ssdq_take_back(struct ssdq_dev *dev, enum ssdq_stop how)
 {
+	bool shn = how == SSDQ_STOP_SHUTDOWN || how == SSDQ_STOP_SUSPEND;
 	unsigned int qid;
 	int ret;
 
@@ -115,10 +117,10 @@ static int ssdq_take_back(struct ssdq_dev *dev, enum ssdq_stop how)
 		pci_clear_master(dev->pdev);
 		ret = 0;
 	} else {
-		ret = ssdq_ctrl_stop_dma(dev, how == SSDQ_STOP_SHUTDOWN);
+		ret = ssdq_ctrl_stop_dma(dev, shn);
 	}
 	/* It may still be running (without bus mastering): never reuse it. */
-	if (ret && how != SSDQ_STOP_PCI_RESET &&
+	if (ret && how != SSDQ_STOP_PCI_RESET && how != SSDQ_STOP_SUSPEND &&
 	    !test_and_set_bit(SSDQ_DEAD, &dev->flags))
 		dev_err(&dev->pdev->dev,
 			"controller does not disable, failing it for good\n");
@@ -258,8 +260,12 @@ static int ssdq_reset_locked(struct ssdq_dev *dev, const char *why)
 	lockdep_assert_held(&dev->recovery_lock);
 	if (ssdq_dead(dev))
 		return -ENODEV;
-	/* The PCI core is resetting the function or the link: it restarts. */
-	if (dev->pci_error_stopped || dev->pci_reset_stopped)
+	/*
+	 * The PCI core is resetting the function or the link, or the system
+	 * sleeps: what stopped the controller restarts it.
+	 */
+	if (dev->pci_error_stopped || dev->pci_reset_stopped ||
+	    dev->pm_stopped)
 		return -EBUSY;
 	dev_warn(&dev->pdev->dev, "resetting the controller: %s\n", why);
 	atomic64_inc(&dev->recovery.resets);
@@ -436,6 +442,54 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 	}
 	mutex_unlock(&dev->recovery_lock);
 	ssdq_unfreeze_queue(q);
+}
+
+/*
+ * System sleep: suspend to RAM or to idle, and hibernation's freeze (before
+ * the image is written) and poweroff. The platform may cut the controller's
+ * power or reset it (QEMU resets every device on wake from S3), so it goes
+ * down as for a shutdown, CC.SHN included (its volatile write cache reaches
+ * the media), and comes back as after an FLR. As in a shutdown, the
+ * requests already entered get a while to finish first; what is left is
+ * taken back and requeued. The queue stays frozen until resume: nothing new
+ * reaches a sleeping controller, and no timeout can fire for it. Switches
+ * and counters live in memory and survive; the restart re-creates the same
+ * queues, as a reset does. While it sleeps (pm_stopped) a requested reset
+ * fails with EBUSY, as during an FLR.
+ */
+void ssdq_dev_suspend(struct ssdq_dev *dev)
+{
+	struct request_queue *q = dev->disk->queue;
+
+	blk_freeze_queue_start(q);
+	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
+		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
+	mutex_lock(&dev->recovery_lock);
+	/* A frozen link's recovery restarts it (slot_reset), or gives up. */
+	if (!ssdq_dead(dev) && !dev->pci_error_stopped) {
+		dev->pm_start = ktime_get();
+		atomic64_inc(&dev->recovery.suspends);
+		/* One that will not shut down loses bus mastering; resume resets it. */
+		ssdq_take_back(dev, SSDQ_STOP_SUSPEND);
+		dev->pm_stopped = true;
+	}
+	mutex_unlock(&dev->recovery_lock);
+}
+
+/*
+ * Wake: whatever the controller went through, disable it and bring it back
+ * with the same queues, then run what suspend took back. One that does not
+ * come back is given up on, as after a failed reset.
+ */
+void ssdq_dev_resume(struct ssdq_dev *dev)
+{
+	mutex_lock(&dev->recovery_lock);
+	if (dev->pm_stopped) {
+		dev->pm_stopped = false;
+		ssdq_restart_after_pci_reset(dev, dev->pm_start, "resume");
+	}
+	mutex_unlock(&dev->recovery_lock);
+	ssdq_unfreeze_queue(dev->disk->queue);
 }
 
 /*
@@ -743,6 +797,7 @@ static int ssdq_recovery_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "requeued %lld\n", atomic64_read(&s->requeued));
 	seq_printf(m, "retried %lld\n", atomic64_read(&s->retried));
 	seq_printf(m, "bad_cqes %lld\n", atomic64_read(&s->bad_cqes));
+	seq_printf(m, "suspends %lld\n", atomic64_read(&s->suspends));
 	seq_printf(m, "last_recovery_ms %lld\n",
 		   atomic64_read(&s->last_recovery_ms));
 	seq_printf(m, "dead %d\n", ssdq_dead(dev));
