@@ -59,7 +59,9 @@
 # status: 0 when the guest reset or powered off, 124 when timed out).
 #
 # Exit status: the command's, or 124 if the VM timed out, 125 if the guest
-# died without reporting one (panic, init failure). On those the last 40
+# died without reporting one (panic, init failure). A command that cuts
+# itself off from 9p (a system sleep) reports it on the console instead, in
+# a line "ssdq-vm: exit status N". On those the last 40
 # console lines are printed to stderr.
 #
 # Only one VM may run on the machine: the whole VM lifetime holds an
@@ -277,6 +279,10 @@ boot() {
 		[[ $rc =~ ^[0-9]+$ ]] || rc=125
 		return "$rc"
 	fi
+	# A guest whose last step cut it off from 9p (a system sleep: see
+	# tests/94-sleep.sh) reports its status on the console instead.
+	rc=$(tr -d '\r' <"$log" | sed -nE 's/^(\[ *[0-9.]+\] )?ssdq-vm: exit status ([0-9]+)$/\2/p' | tail -n1)
+	[[ -n $rc ]] && return "$rc"
 	return 125
 }
 

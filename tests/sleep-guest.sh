@@ -9,8 +9,9 @@
 # resets the UART) a write to it can wait forever. Ends the VM with
 # sysrq's reset.
 #
-#   sleep.sh DIR DUT_DEV REF_DEV OFFSET STATS|none WINDOW_SECS
-SB=$1 DUT_DEV=$2 REF_DEV=$3 OFF=$4 STATS=$5 WINDOW=$6
+#   sleep.sh DIR DUT_DEV REF_DEV OFFSET STATS|none WINDOW_SECS STATUS
+# STATUS: the test run's exit status, for vm.sh (its file is on 9p).
+SB=$1 DUT_DEV=$2 REF_DEV=$3 OFF=$4 STATS=$5 WINDOW=$6 STATUS=$7
 export PATH=$SB/bin
 
 say() { echo "<2>ssdq-sleep: $*" >/dev/kmsg; }
@@ -98,6 +99,7 @@ if [ "$STATS" != none ]; then
 	say "stats: $(tr '\n' ' ' <"$STATS")"
 fi
 say "done"
+echo "<2>ssdq-vm: exit status $STATUS" >/dev/kmsg
 # Straight to the reset: no sync (9p), and no device shutdown, which
 # 97-shutdown tests (virtio-9p's devices, dead since the first sleep, are
 # shut down before the disks).

@@ -225,6 +225,31 @@ static inline void ssdq_unfreeze_queue(struct request_queue *q)
 }
 
 /*
+ * A freeze that one task begins and another ends: system sleep's, begun by
+ * the suspend callback and ended by the resume callback, which the PM core
+ * may run from different workers. Since 6.13, under lockdep, the block
+ * layer tracks a freeze's owner and warns when another task ends it,
+ * unless the freeze is declared ownerless.
+ */
+static inline void ssdq_freeze_start_unowned(struct request_queue *q)
+{
+#ifdef SSDQ_HAVE_FREEZE_NON_OWNER	/* 6.13 */
+	blk_freeze_queue_start_non_owner(q);
+#else
+	blk_freeze_queue_start(q);
+#endif
+}
+
+static inline void ssdq_unfreeze_unowned(struct request_queue *q)
+{
+#ifdef SSDQ_HAVE_FREEZE_NON_OWNER
+	blk_mq_unfreeze_queue_non_owner(q);
+#else
+	ssdq_unfreeze_queue(q);
+#endif
+}
+
+/*
  * The disk, with its limits and features. Since 6.11 both go to
  * blk_mq_alloc_disk() in struct queue_limits (features since 6.11, limits
  * since 6.9); before, they are set on the queue one by one. Old kernels

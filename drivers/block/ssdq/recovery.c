@@ -461,7 +461,8 @@ void ssdq_dev_suspend(struct ssdq_dev *dev)
 {
 	struct request_queue *q = dev->disk->queue;
 
-	blk_freeze_queue_start(q);
+	/* Ended by ssdq_dev_resume(), perhaps in another task. */
+	ssdq_freeze_start_unowned(q);
 	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
 		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
 	mutex_lock(&dev->recovery_lock);
@@ -489,7 +490,7 @@ void ssdq_dev_resume(struct ssdq_dev *dev)
 		ssdq_restart_after_pci_reset(dev, dev->pm_start, "resume");
 	}
 	mutex_unlock(&dev->recovery_lock);
-	ssdq_unfreeze_queue(dev->disk->queue);
+	ssdq_unfreeze_unowned(dev->disk->queue);
 }
 
 /*
