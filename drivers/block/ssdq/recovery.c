@@ -414,6 +414,18 @@ pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev)
 }
 
 /*
+ * With the queue's freeze begun, give the requests already entered up to
+ * io_timeout to finish, outside recovery_lock (a timeout among them may
+ * need it). A dead controller or an offline link finishes nothing.
+ */
+static void ssdq_let_entered_finish(struct ssdq_dev *dev,
+				    struct request_queue *q)
+{
+	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
+		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
+}
+
+/*
  * System shutdown: the controller flushes its cache (CC.SHN) and stays off,
  * as nvme's does. First the requests already entered get a while to finish
  * (a freeze, outside recovery_lock: a timeout among them may need it).
@@ -428,8 +440,7 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 	ktime_t start = ktime_get();
 
 	blk_freeze_queue_start(q);
-	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
-		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
+	ssdq_let_entered_finish(dev, q);
 	mutex_lock(&dev->recovery_lock);
 	if (dev->pci_error_stopped) {
 		/* A frozen link: no register access; its requests fail. */
@@ -463,8 +474,7 @@ void ssdq_dev_suspend(struct ssdq_dev *dev)
 
 	/* Ended by ssdq_dev_resume(), perhaps in another task. */
 	ssdq_freeze_start_unowned(q);
-	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
-		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
+	ssdq_let_entered_finish(dev, q);
 	mutex_lock(&dev->recovery_lock);
 	/* A frozen link's recovery restarts it (slot_reset), or gives up. */
 	if (!ssdq_dead(dev) && !dev->pci_error_stopped) {
