@@ -12,6 +12,12 @@ socket:
                           every 2 s until the guest prints "ssdq-qmp: awake":
                           the wake event of suspend-to-idle, which keeps the
                           guest running (QEMU's RTC alarm wakes only S3)
+  ssdq-qmp: qom-set ID PROPERTY VALUE
+                          set a property of the device of that id (vm.sh:
+                          dut, ref), e.g. the NVMe controller's
+                          smart_critical_warning, which makes it raise a
+                          SMART asynchronous event; VALUE is sent as a
+                          number when it is one
 
 Each request is answered once, in order; what was done is logged, one line
 each, to the file named by the third argument (vm.sh: qmp-agent.log).
@@ -56,8 +62,11 @@ class Qmp:
             if "event" not in msg:
                 return msg
 
-    def cmd(self, name):
-        self.sock.sendall(json.dumps({"execute": name}).encode() + b"\n")
+    def cmd(self, name, args=None):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.sock.sendall(json.dumps(msg).encode() + b"\n")
         return self.read_reply()
 
 
@@ -88,6 +97,8 @@ def main():
             # One word; the kernel's console output may follow on the line.
             words = ln.split("ssdq-qmp:", 1)[1].split()
             req = words[0] if words else ""
+            if req == "qom-set":
+                req = tuple(words[:4])
             if req == "awake":
                 if pending and pending[0] == "powerbutton":
                     pending.pop(0)
@@ -110,8 +121,19 @@ def main():
                     last_press = now
                     log.write("system_powerdown -> %s\n"
                               % json.dumps(qmp.cmd("system_powerdown")))
+            elif isinstance(req, tuple) and len(req) == 4:
+                value = req[3]
+                try:
+                    value = int(value, 0)
+                except ValueError:
+                    pass
+                args = {"path": "/machine/peripheral/" + req[1],
+                        "property": req[2], "value": value}
+                log.write("qom-set %s -> %s\n" % (json.dumps(args),
+                          json.dumps(qmp.cmd("qom-set", args))))
+                pending.pop(0)
             else:
-                log.write("unknown request '%s', ignored\n" % req)
+                log.write("unknown request '%s', ignored\n" % (req,))
                 pending.pop(0)
         time.sleep(0.25)
 

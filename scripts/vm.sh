@@ -29,7 +29,9 @@
 #                       came back with EFLAGS garbled in most boots)
 #   QMP: every boot has a QMP socket, $OUT/qmp.sock, and
 #                       scripts/qmp-agent.py beside QEMU, which wakes a
-#                       sleeping guest when it asks on the console
+#                       sleeping guest or sets a device's property when it
+#                       asks on the console; the NVMe controllers' ids are
+#                       dut and ref
 #   --kernel-dir DIR    boot another Debian kernel, unpacked in DIR by
 #                       scripts/kernel.sh (e.g. 6.1), its modules on
 #                       /lib/modules
@@ -239,9 +241,9 @@ boot() {
 		-append "console=ttyS0 quiet panic=-1 mitigations=off tsc=reliable ssdq_repo=$SSDQ_REPO ssdq_script=$script${append:+ $append}"
 		-drive "file=$out/ssdq0.img,if=none,id=nvm0,format=raw,cache=writeback,discard=unmap"
 		"${root_port[@]}"
-		-device "nvme,serial=ssdq0,drive=nvm0,$dut_at$nvme_opts"
+		-device "nvme,id=dut,serial=ssdq0,drive=nvm0,$dut_at$nvme_opts"
 		-drive "file=$out/nvmeref.img,if=none,id=nvm1,format=raw,cache=writeback,discard=unmap"
-		-device "nvme,serial=nvmeref,drive=nvm1,addr=05.0$nvme_opts"
+		-device "nvme,id=ref,serial=nvmeref,drive=nvm1,addr=05.0$nvme_opts"
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap"
 		-device "virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot,addr=06.0"
 		-fsdev "local,id=fsrepo,path=$SSDQ_REPO,security_model=none,multidevs=remap"

@@ -50,8 +50,17 @@ struct seq_file;
 #define SSDQ_CTRL_PAGE_SIZE	BIT(SSDQ_CTRL_PAGE_SHIFT)
 
 #define SSDQ_ADMIN_DEPTH	32
-/* The admin command id of the one command nobody waits for; others below. */
+/*
+ * Admin commands nobody waits for have a slot each, and the command id
+ * SSDQ_NOWAIT_CID + slot; ssdq_admin_exec()'s ids stay below.
+ */
 #define SSDQ_NOWAIT_CID		0x8000
+enum ssdq_admin_slot {
+	SSDQ_SLOT_ABORT,		/* recovery.c: one Abort at a time */
+	SSDQ_SLOT_AEN,			/* aen.c: the Asynchronous Event Request */
+	SSDQ_NR_ADMIN_SLOTS
+};
+
 #define SSDQ_MAX_IO_QUEUES	128
 #define SSDQ_MAX_POLL_QUEUES	128
 #define SSDQ_MAX_IDS		8	/* entries of the ids= parameter */
@@ -118,6 +127,29 @@ struct ssdq_recovery_stats {
 	atomic64_t bad_cqes;		/* CQEs naming no request in flight */
 	atomic64_t suspends;		/* system sleeps (suspend, freeze) */
 	atomic64_t last_recovery_ms;	/* issue to recovery, last timeout */
+};
+
+/*
+ * aen.c: the Asynchronous Event Request kept out, and what came of it. The
+ * counters are read by debugfs; the rest is under recovery_lock, but for
+ * the answer, which the admin reaper stores before it sets answered.
+ */
+struct ssdq_aen {
+	struct work_struct work;	/* handles an answer, sends the next */
+	bool answered;			/* an answer waits for the work */
+	bool refused;			/* the controller failed the request */
+	bool stopped;			/* removal: none sent any more */
+	u16 status;			/* the answer */
+	u32 result;
+	u32 last;			/* the last event's dword 0 */
+	u8 critical_warning;		/* SMART log, at the last such event */
+	atomic64_t sent;
+	atomic64_t smart;
+	atomic64_t notices;
+	atomic64_t errors;
+	atomic64_t other;
+	atomic64_t log_failures;	/* the event's log page not read */
+	atomic64_t failures;		/* requests the controller failed */
 };
 
 /* ident.c: who the controller and namespace say they are (Identify). */
@@ -342,6 +374,7 @@ struct ssdq_dev {
 	bool pm_stopped;		/* ... took the requests back */
 	struct ssdq_recovery_stats recovery;
 	struct ssdq_fault fault;
+	struct ssdq_aen aen;
 
 	/* What Identify told us. */
 	struct ssdq_ident ident;
@@ -350,21 +383,23 @@ struct ssdq_dev {
 	u32 max_zeroes_sectors;		/* WZSL, in sectors, 0: no limit */
 	u16 oacs;
 	u16 oncs;
+	u32 oaes;			/* notices the controller can send */
 	u8 vwc;
 	u32 nsid;
 	u8 lba_shift;
 	sector_t capacity;		/* in 512-byte sectors */
 
 	/*
-	 * The admin queue runs one command at a time, and beside it one that
-	 * nobody waits for, whose CQE goes to nowait_done (NULL: none out).
+	 * The admin queue runs one command at a time, and beside it one in
+	 * each slot that nobody waits for, whose CQE goes to the slot's
+	 * nowait_done (NULL: none out).
 	 */
 	struct mutex admin_lock;
 	struct completion admin_done;
 	u16 admin_cid;
 	u16 admin_status;
 	u32 admin_result;
-	ssdq_admin_done_fn nowait_done;
+	ssdq_admin_done_fn nowait_done[SSDQ_NR_ADMIN_SLOTS];
 
 	/* [0] admin, [1..] I/O with interrupts, then the polled ones */
 	struct ssdq_queue *queues;
@@ -670,11 +705,22 @@ void ssdq_ctrl_reset_rings(struct ssdq_dev *dev);
 int ssdq_ctrl_restart(struct ssdq_dev *dev);
 int ssdq_admin_exec(struct ssdq_dev *dev, struct nvme_command *cmd,
 		    u32 *result);
-int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
-			     ssdq_admin_done_fn done);
-void ssdq_admin_nowait_release(struct ssdq_dev *dev);
+int ssdq_admin_submit_nowait(struct ssdq_dev *dev, enum ssdq_admin_slot slot,
+			     struct nvme_command *cmd, ssdq_admin_done_fn done);
+void ssdq_admin_nowait_release(struct ssdq_dev *dev, enum ssdq_admin_slot slot);
 int ssdq_ctrl_stop_dma(struct ssdq_dev *dev, bool shutdown);
 bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
+
+/* aen.c */
+int __init ssdq_aen_wq_init(void);
+void ssdq_aen_wq_exit(void);
+void ssdq_aen_init(struct ssdq_dev *dev);
+void ssdq_aen_setup(struct ssdq_dev *dev);
+void ssdq_aen_begin(struct ssdq_dev *dev);
+void ssdq_aen_restart(struct ssdq_dev *dev);
+void ssdq_aen_stop(struct ssdq_dev *dev);
+void ssdq_aen_flush(struct ssdq_dev *dev);
+void ssdq_aen_debugfs_init(struct ssdq_dev *dev);
 
 /* recovery.c */
 int __init ssdq_recovery_wq_init(void);

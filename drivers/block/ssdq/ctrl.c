@@ -195,11 +195,12 @@ int ssdq_ctrl_map(struct ssdq_dev *dev)
 }
 
 /*
- * The answer to the command nobody waits for, to whoever sent it. The slot
+ * The answer to a command nobody waits for, to whoever sent it. The slot
  * is freed only after @done ran, so the next sender sees what it did; or
  * kept, if @done says so, until ssdq_admin_nowait_release() or a reset.
  */
 static void ssdq_admin_nowait_cqe(struct ssdq_dev *dev,
+				  enum ssdq_admin_slot slot,
 				  struct nvme_completion *cqe)
 {
 	ssdq_admin_done_fn done;
@@ -207,25 +208,27 @@ static void ssdq_admin_nowait_cqe(struct ssdq_dev *dev,
 	/* Dropped, it stays out, as one the controller never answers. */
 	if (ssdq_fault_take(dev, SSDQ_FAULT_DROP_ADMIN))
 		return;
-	done = READ_ONCE(dev->nowait_done);
+	done = READ_ONCE(dev->nowait_done[slot]);
 	if (!done || done(dev, cqe))
 		return;
 	/* Release: @done's stores before the slot is seen free (cmpxchg). */
-	smp_store_release(&dev->nowait_done, NULL);
+	smp_store_release(&dev->nowait_done[slot], NULL);
 }
 
 /*
  * The admin queue's CQE handler: wake the one command waiting, or hand the
- * answer to one nobody waits for (an Abort) to its sender.
+ * answer to one nobody waits for (an Abort, an Asynchronous Event Request)
+ * to its sender.
  */
 static void ssdq_admin_handle_cqe(struct ssdq_queue *q,
 				  struct nvme_completion *cqe,
 				  struct io_comp_batch *iob)
 {
 	struct ssdq_dev *dev = q->dev;
+	u16 slot = cqe->command_id - SSDQ_NOWAIT_CID;
 
-	if (cqe->command_id == SSDQ_NOWAIT_CID) {
-		ssdq_admin_nowait_cqe(dev, cqe);
+	if (slot < SSDQ_NR_ADMIN_SLOTS) {
+		ssdq_admin_nowait_cqe(dev, slot, cqe);
 		return;
 	}
 	if (cqe->command_id != READ_ONCE(dev->admin_cid)) {
@@ -369,31 +372,31 @@ out:
 
 /*
  * Send an admin command and return: @done gets its CQE from the admin
- * queue's reaper (interrupt context). One such command may be out at a
- * time, beside ssdq_admin_exec()'s (the admin queue has room for both);
- * -EBUSY while one is, -ENODEV while the admin queue is stopped. A reset
- * forgets it (ssdq_ctrl_reset_rings()): a disabled controller answers
- * nothing.
+ * queue's reaper (interrupt context). One such command may be out in each
+ * slot at a time, beside ssdq_admin_exec()'s (the admin queue has room for
+ * all); -EBUSY while one is, -ENODEV while the admin queue is stopped. A
+ * reset forgets them (ssdq_ctrl_reset_rings()): a disabled controller
+ * answers nothing.
  */
-int ssdq_admin_submit_nowait(struct ssdq_dev *dev, struct nvme_command *cmd,
-			     ssdq_admin_done_fn done)
+int ssdq_admin_submit_nowait(struct ssdq_dev *dev, enum ssdq_admin_slot slot,
+			     struct nvme_command *cmd, ssdq_admin_done_fn done)
 {
 	struct ssdq_queue *aq = &dev->queues[0];
 
 	if (!READ_ONCE(aq->created))
 		return -ENODEV;
-	if (cmpxchg(&dev->nowait_done, NULL, done))
+	if (cmpxchg(&dev->nowait_done[slot], NULL, done))
 		return -EBUSY;
-	cmd->common.command_id = SSDQ_NOWAIT_CID;
+	cmd->common.command_id = SSDQ_NOWAIT_CID + slot;
 	ssdq_submit_cmd(aq, cmd);
 	return 0;
 }
 
 /* Free the slot a sender's @done kept after its answer. */
-void ssdq_admin_nowait_release(struct ssdq_dev *dev)
+void ssdq_admin_nowait_release(struct ssdq_dev *dev, enum ssdq_admin_slot slot)
 {
 	/* Release: as in ssdq_admin_nowait_cqe(), pairs with the cmpxchg. */
-	smp_store_release(&dev->nowait_done, NULL);
+	smp_store_release(&dev->nowait_done[slot], NULL);
 }
 
 static int ssdq_identify(struct ssdq_dev *dev, u8 cns, u32 nsid, u8 csi,
@@ -431,6 +434,7 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 		return -ENODEV;
 	}
 	dev->oacs = le16_to_cpu(id->oacs);
+	dev->oaes = le32_to_cpu(id->oaes);
 	dev->oncs = le16_to_cpu(id->oncs);
 	dev->vwc = id->vwc;
 
@@ -950,14 +954,15 @@ void ssdq_ctrl_teardown(struct ssdq_dev *dev)
  */
 void ssdq_ctrl_reset_rings(struct ssdq_dev *dev)
 {
-	unsigned int qid;
+	unsigned int qid, slot;
 
 	for (qid = 0; qid <= dev->nr_io_queues; qid++) {
 		ssdq_queue_reset_rings(&dev->queues[qid]);
 		dev->queues[qid].created = false;
 	}
 	/* A command out before the disable is never answered now. */
-	WRITE_ONCE(dev->nowait_done, NULL);
+	for (slot = 0; slot < SSDQ_NR_ADMIN_SLOTS; slot++)
+		WRITE_ONCE(dev->nowait_done[slot], NULL);
 }
 
 /*

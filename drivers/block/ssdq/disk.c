@@ -74,6 +74,7 @@ static void ssdq_debugfs_init(struct ssdq_dev *dev)
 					  ssdq_debugfs_root);
 	ssdq_debugfs_queue_stats(dev, &ssdq_plug_stats);
 	ssdq_recovery_debugfs_init(dev);
+	ssdq_aen_debugfs_init(dev);
 	ssdq_fault_debugfs_init(dev);
 	ssdq_steer_debugfs_init(dev);
 	ssdq_debugfs_queue_stats(dev, &ssdq_irq_stats);

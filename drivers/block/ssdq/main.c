@@ -48,6 +48,7 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	ssdq_plug_init(dev);
 	ssdq_irq_init(dev);
 	ssdq_recovery_init(dev);
+	ssdq_aen_init(dev);
 	ssdq_fault_init(dev);
 	dev->pdev = pdev;
 	mutex_init(&dev->admin_lock);
@@ -103,6 +104,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ctrl_setup_io_queues(dev, wanted, polled, ssdq_io_reap);
 	if (ret)
 		goto teardown;
+	ssdq_aen_setup(dev);
 	ret = ssdq_ident_add(dev);
 	if (ret)
 		goto teardown;
@@ -111,6 +113,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto ident_remove;
 	/* What PCI error recovery restores after a link reset wipes it. */
 	pci_save_state(pdev);
+	ssdq_aen_begin(dev);
 
 	dev_info(&pdev->dev, "%s: %llu MiB, %u-byte blocks, %u I/O queues\n",
 		 dev->disk->disk_name,
@@ -138,6 +141,8 @@ static void ssdq_remove(struct pci_dev *pdev)
 	if (!pci_device_is_present(pdev) || ssdq_fault_gone(dev) ||
 	    pci_channel_offline(pdev))
 		ssdq_dev_fail(dev, "device removed");
+	/* The event work tells the disk: done before the disk goes. */
+	ssdq_aen_stop(dev);
 	ssdq_disk_del(dev);
 	ssdq_ident_remove(dev);
 	/* No request is left, so no delayed completion either. */
@@ -151,8 +156,9 @@ static void ssdq_remove(struct pci_dev *pdev)
 	ssdq_recovery_remove(dev);
 	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
-	/* An Abort's answer reaped by the teardown may have queued it again. */
+	/* An answer reaped by the teardown may have queued these again. */
 	cancel_work_sync(&dev->escalate_work);
+	ssdq_aen_flush(dev);
 	ssdq_disk_free(dev);
 	ssdq_free_dev(dev);
 }
@@ -256,9 +262,12 @@ static int __init ssdq_init(void)
 	ret = ssdq_recovery_wq_init();
 	if (ret)
 		return ret;
-	ret = ssdq_irq_hotplug_init();
+	ret = ssdq_aen_wq_init();
 	if (ret)
 		goto wq_exit;
+	ret = ssdq_irq_hotplug_init();
+	if (ret)
+		goto aen_wq_exit;
 	ssdq_debugfs_root = debugfs_create_dir("ssdq", NULL);
 	ret = pci_register_driver(&ssdq_pci_driver);
 	if (ret)
@@ -273,6 +282,8 @@ unregister:
 debugfs_remove:
 	debugfs_remove_recursive(ssdq_debugfs_root);
 	ssdq_irq_hotplug_exit();
+aen_wq_exit:
+	ssdq_aen_wq_exit();
 wq_exit:
 	ssdq_recovery_wq_exit();
 	return ret;
@@ -283,6 +294,7 @@ static void __exit ssdq_exit(void)
 	pci_unregister_driver(&ssdq_pci_driver);
 	debugfs_remove_recursive(ssdq_debugfs_root);
 	ssdq_irq_hotplug_exit();
+	ssdq_aen_wq_exit();
 	ssdq_recovery_wq_exit();
 	ida_destroy(&ssdq_instance_ida);
 }

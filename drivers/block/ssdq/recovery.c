@@ -218,6 +218,8 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 	if (!ret) {
 		ssdq_unquiesce_tagset(&dev->tag_set);
 		blk_mq_kick_requeue_list(dev->disk->queue);
+		/* The disable forgot the event configuration and request. */
+		ssdq_aen_restart(dev);
 	} else if (pci_channel_offline(dev->pdev)) {
 		atomic64_inc(&dev->recovery.reset_failures);
 		dev_warn(&dev->pdev->dev,
@@ -541,7 +543,8 @@ static int ssdq_abort_send(struct ssdq_queue *q, struct request *req)
 	c.abort.opcode = nvme_admin_abort_cmd;
 	c.abort.sqid = cpu_to_le16(q->qid);
 	c.abort.cid = cid;
-	ret = ssdq_admin_submit_nowait(dev, &c, ssdq_abort_done);
+	ret = ssdq_admin_submit_nowait(dev, SSDQ_SLOT_ABORT, &c,
+				       ssdq_abort_done);
 	if (ret)
 		return ret;
 	/* Read by the escalation work, under recovery_lock as here. */
@@ -722,7 +725,7 @@ static void ssdq_escalate_work(struct work_struct *work)
 	 * sent meanwhile, and a reset, which frees it, clears e.refused's bit.
 	 */
 	if (e.refused && !e.found)
-		ssdq_admin_nowait_release(dev);
+		ssdq_admin_nowait_release(dev, SSDQ_SLOT_ABORT);
 	/* Under the lock: ->timeout reads it holding the lock too. */
 	WRITE_ONCE(dev->escalation_pending, false);
 	mutex_unlock(&dev->recovery_lock);
