@@ -16,6 +16,13 @@
 #                               kvm_guest.config + kernel-newest.config (the
 #                               VM's needs; Debian's prebuilt headers of it
 #                               need gcc-14). About 15 min on two cores.
+#   scripts/kernel.sh newest --headers
+#                               only as far as building modules against it
+#                               needs (configured, make modules_prepare:
+#                               a minute or two); DIR/build is the tree, and
+#                               DIR/vmlinuz exists only once it is built.
+#                               make check's CI run builds ssdq there
+#                               (build-newest) without booting it.
 #
 # Debian packages only, through the machine's own apt sources: the archive
 # serving this machine's release is asked for the other suite too (its
@@ -24,7 +31,8 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-name=${1:?usage: kernel.sh 6.1|newest}
+name=${1:?usage: kernel.sh 6.1|newest [--headers]}
+mode=${2:-}
 root=${SSDQ_KERNEL_CACHE:-/var/cache/ssdq/kernels}
 mkdir -p "$root"
 
@@ -115,7 +123,7 @@ newest() {
 		gcc --version | head -n1
 	} | sha256sum | cut -c1-16)
 	dir=$root/$pkg-$key
-	if [[ -f $dir/ready ]]; then
+	if [[ -f $dir/ready || ($mode == --headers && -f $dir/prepared) ]]; then
 		echo "$dir"
 		return
 	fi
@@ -144,6 +152,15 @@ newest() {
 		grep -qx "CONFIG_BLK_DEV_NVME=m" "$dir/src/.config" || die "$pkg: CONFIG_BLK_DEV_NVME=m did not survive"
 	fi
 	jobs=${SSDQ_KERNEL_JOBS:-$(nproc)}
+	if [[ $mode == --headers ]]; then
+		note "$pkg: make modules_prepare (log: $dir/prepare.log)"
+		make -C "$dir/src" -j"$jobs" modules_prepare >"$dir/prepare.log" 2>&1 ||
+			die "$pkg: make modules_prepare failed (see $dir/prepare.log)"
+		ln -sfn src "$dir/build"
+		touch "$dir/prepared"
+		echo "$dir"
+		return
+	fi
 	note "$pkg: building with -j$jobs (log: $dir/build.log)"
 	start=$SECONDS
 	kver=$(ssdq_build_kernel "$dir" "$dir/vmlinuz" "$dir" "$pkg" "$jobs")
@@ -160,7 +177,7 @@ newest() {
 exec {lock}>"$root/.lock"
 flock "$lock"
 case $name in
-6.1) debian_6_1 ;;
+6.1) [[ -z $mode ]] || die "kernel.sh 6.1 takes no '$mode'"; debian_6_1 ;;
 newest) newest ;;
 *) die "kernel.sh: unknown kernel '$name' (known: 6.1, newest)" ;;
 esac

@@ -8,7 +8,9 @@
 # disk gets a by-id link for each of nvme's (ssdq-X where nvme has nvme-X),
 # a by-path link, and a partition's filesystem mounts by UUID= through its
 # by-uuid link.
-# lanes: prod
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): load and
+# unbind add and remove its sysfs group there.
+# debug-lane: full
 # timeout: 300
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

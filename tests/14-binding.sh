@@ -7,6 +7,10 @@
 # unbound controller too. A driver_override naming ssdq on a device that is
 # not NVM Express fails the bind with one line and binds nothing.
 # timeout: 240
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): load and
+# unbind run its probe and remove paths there; what it adds is the PCI
+# core's matching.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

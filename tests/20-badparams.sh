@@ -3,6 +3,9 @@
 # EINVAL, leaves no /sys/module/<mod>, and logs exactly one "<mod>:" line
 # naming the parameter. A good load still works afterwards.
 # timeout: 180
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): the
+# parameters are checked before the module allocates anything.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

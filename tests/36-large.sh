@@ -13,9 +13,9 @@
 #    into a page (crossing a page: PRP1 at that offset, PRP2 the next
 #    page), read back; an address off dma_alignment gets EINVAL.
 # boot: mdts8
-# The debug lane skips it (CI's budget): its PRP lists and offsets take the
-# code paths integrity and dma-limits run there.
-# lanes: prod
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): its PRP lists
+# and offsets take the code paths integrity and dma-limits run there.
+# debug-lane: full
 # timeout: 600
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

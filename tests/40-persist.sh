@@ -3,9 +3,9 @@
 # survives rmmod + insmod, and (host post-check 40-persist.post.sh) is in
 # the image file at the same offset after poweroff.
 # timeout: 300
-# The debug lane skips it (CI's budget): load, unbind and recovery run its
-# driver paths there.
-# lanes: prod
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): load, unbind
+# and recovery run its driver paths there.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

@@ -9,6 +9,9 @@
 # Express one, with 46-fs-faults, which does the same (one boot less).
 # boot: pcie
 # timeout: 900
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): fs-faults
+# puts ext4 on the disk there, through recoveries and give-ups.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

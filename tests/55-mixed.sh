@@ -13,9 +13,9 @@
 # deallocated blocks do), every other chunk holds its pattern, and W
 # verifies again: no command spilled into a neighbour or lost data.
 # timeout: 600
-# The debug lane skips it (CI's budget): flush-discard runs its commands
-# there, recovery and the matrix their concurrency.
-# lanes: prod
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): flush-discard
+# runs its commands there, recovery and the matrix their concurrency.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

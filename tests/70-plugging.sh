@@ -5,6 +5,10 @@
 # pci_nvme_mmio_doorbell_sq); fio verify passes in
 # every combination and while the switches flip under load.
 # timeout: 600
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): every test's
+# I/O there goes through ->queue_rqs and the doorbells, and the matrix flips
+# these switches.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd /tmp

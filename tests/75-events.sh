@@ -12,6 +12,10 @@
 #   irqpoll with deferral;
 #   one dropped completion: a timeout, an Abort (QEMU refuses it), a reset.
 # timeout: 300
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): the
+# tracepoints are generated code, and the other tests there take every path
+# that fires them.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd /tmp

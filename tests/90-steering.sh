@@ -6,6 +6,10 @@
 # mode, with the mode switched under load, and with a vCPU taken offline
 # and back under load.
 # timeout: 600
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): ipi steering
+# is the default every test there runs with, and the matrix flips the mode
+# under its events.
+# debug-lane: full
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd /tmp

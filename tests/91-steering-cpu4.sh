@@ -3,8 +3,8 @@
 # for four CPUs, a pinned reader on each, the last vCPU offline and back
 # under load.
 # boot: cpu4
-# The debug lane skips it (CI's budget): 90-steering runs its paths there,
-# the matrix its four vCPUs.
-# lanes: prod
+# In the debug lane only with SSDQ_DEBUG_FULL=1 (CI's budget): 90-steering
+# runs its paths there, the matrix its four vCPUs.
+# debug-lane: full
 # timeout: 600
 exec bash "$(dirname "$0")/90-steering.sh"
