@@ -77,8 +77,8 @@ static bool ssdq_aen_live(struct ssdq_dev *dev)
 
 /*
  * The request's answer, from the admin reaper: keep it for the work and
- * free the slot. A restart that sends the next request before the work ran
- * is harmless: the work then finds the slot busy.
+ * free the slot. Only the work sends the next one (ssdq_aen_send() waits
+ * while an answer is kept): a restart in between leaves it to the work.
  */
 static bool ssdq_aen_done(struct ssdq_dev *dev, struct nvme_completion *cqe)
 {
