@@ -715,7 +715,7 @@ bool ssdq_ctrl_fatal(struct ssdq_dev *dev);
 int __init ssdq_aen_wq_init(void);
 void ssdq_aen_wq_exit(void);
 void ssdq_aen_init(struct ssdq_dev *dev);
-void ssdq_aen_setup(struct ssdq_dev *dev);
+void ssdq_aen_configure(struct ssdq_dev *dev);
 void ssdq_aen_begin(struct ssdq_dev *dev);
 void ssdq_aen_restart(struct ssdq_dev *dev);
 void ssdq_aen_stop(struct ssdq_dev *dev);

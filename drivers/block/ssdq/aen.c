@@ -107,9 +107,10 @@ static void ssdq_aen_send(struct ssdq_dev *dev)
 
 /*
  * Which events to be told of: Asynchronous Event Configuration. A reset
- * sets it back to the controller's default, so every start sets it again.
+ * sets it back to the controller's default, so every start sets it again:
+ * probe, before the disk (fault_admin_status reaches it), and each restart.
  */
-static void ssdq_aen_configure(struct ssdq_dev *dev)
+void ssdq_aen_configure(struct ssdq_dev *dev)
 {
 	u32 aec = SSDQ_AEN_SMART_ALL | (dev->oaes & SSDQ_AEN_NOTICES);
 	struct nvme_command c = { };
@@ -124,12 +125,6 @@ static void ssdq_aen_configure(struct ssdq_dev *dev)
 		dev_warn(&dev->pdev->dev,
 			 "Asynchronous Event Configuration %#x failed: %s; the controller's defaults apply\n",
 			 aec, ssdq_result_str(&m, ret));
-}
-
-/* Probe, before the disk: which events (fault_admin_status reaches it). */
-void ssdq_aen_setup(struct ssdq_dev *dev)
-{
-	ssdq_aen_configure(dev);
 }
 
 /* Probe, once the disk exists: the first request. */

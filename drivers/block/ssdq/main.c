@@ -104,7 +104,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ctrl_setup_io_queues(dev, wanted, polled, ssdq_io_reap);
 	if (ret)
 		goto teardown;
-	ssdq_aen_setup(dev);
+	ssdq_aen_configure(dev);
 	ret = ssdq_ident_add(dev);
 	if (ret)
 		goto teardown;
