@@ -72,8 +72,9 @@ esac
 # The reach lane, on each other kernel: the tests whose paths cross the
 # kernel interfaces compat.h adapts (disk and limits, the I/O path and
 # ->queue_rqs with its batches, partial when tags run out, ->poll on a
-# polled queue, freeze/quiesce and ->timeout).
-REACH_TESTS="load integrity qdepth recovery"
+# polled queue, freeze/quiesce and ->timeout), and namespaces (disks added
+# and removed on one tag set, at run time, and ioctls).
+REACH_TESTS="load integrity qdepth recovery namespaces"
 # The tests that run again on a namespace of 4096-byte LBAs (prod lane):
 # those whose I/O sizes and limits follow the block size.
 LBS4K_TESTS="load integrity flush-discard"
@@ -293,8 +294,9 @@ prod_lane() {
 		return 0
 	fi
 	if ((${#tests[@]})); then
+		# --namespaces: 87-namespaces' controllers, idle until it runs.
 		boot_suite "$out/main" "" -t "${SSDQ_CHECK_TIMEOUT:-2400}" \
-			--img-mb "$img_mb" --trace "$trace_events" \
+			--img-mb "$img_mb" --trace "$trace_events" --namespaces \
 			-- "${tests[@]}"
 	fi
 	# Boots of their own: PCI error recovery needs PCI Express (q35); the
@@ -380,7 +382,7 @@ kernel_lane() { # name test...
 	fi
 	SSDQ_KO=$out/$name-ko/ssdq.ko boot_suite "$out/k$name" "-$name" \
 		-t "$tmo" --img-mb "$img_mb" --trace "$trace_events" \
-		--kernel-dir "$dir" -- "$@"
+		--kernel-dir "$dir" --namespaces -- "$@"
 }
 
 # ssdq built against another kernel's configured tree, not booted: make
@@ -448,7 +450,7 @@ debug_lane() {
 	# timeouts scale; the tests themselves wait on conditions.
 	# Amounts of I/O that only add confidence shrink (IO_DIV in lib.sh).
 	if ((${#tests[@]})); then
-		debug_boot "$dir" "$out/debug" "$tmo" -debug --trace "$trace_events" -- "${tests[@]}"
+		debug_boot "$dir" "$out/debug" "$tmo" -debug --trace "$trace_events" --namespaces -- "${tests[@]}"
 	fi
 	for b in $(extra_boots); do
 		mapfile -t tests < <(debug_tests "$b")

@@ -11,6 +11,10 @@
 # on the PCI Express machine (vm.sh --pcie)
 PCI_DUT=${SSDQ_PCI_DUT:-0000:00:04.0}
 PCI_REF=0000:00:05.0 # serial nvmeref: always the kernel's nvme
+# vm.sh --namespaces: a controller of three namespaces (one detached) in
+# an NVMe subsystem, and one whose only namespace is nsid 2.
+PCI_MULTI=0000:00:08.0
+PCI_NS2ONLY=0000:00:09.0
 
 # sleep(1) without a process: a read that times out on a pipe nobody
 # writes.

@@ -23,6 +23,13 @@
 #                       ($SSDQ_PCI_DUT in the guest), so the kernel's AER
 #                       driver (and aer_inject) can run error recovery on it
 #   --smp N             N vCPUs (default 2; the matrix test's boot has 4)
+#   --namespaces        two more controllers for 87-namespaces, bound to no
+#                       driver until a test gives them one: "multi" at
+#                       0000:00:08.0, in an NVMe subsystem, with namespaces
+#                       1 (512-byte blocks), 2 (4096) and 3 (512, detached:
+#                       Namespace Attachment attaches it), and "ns2only" at
+#                       0000:00:09.0, whose one namespace is nsid 2; 16 MiB
+#                       each
 #   --tcg-thread single|multi
 #                       TCG's threading, as SSDQ_TCG_THREAD (the sleep
 #                       test's boot: single; a wake from S3 under multi
@@ -80,6 +87,7 @@ console=0
 debug_dir=
 kernel_dir=
 pcie=0
+namespaces=0
 smp=2
 trace=${SSDQ_TRACE_EVENTS:-}
 while (($#)); do
@@ -94,6 +102,7 @@ while (($#)); do
 	--debug-kernel) debug_dir=$2; shift 2 ;;
 	--kernel-dir) kernel_dir=$2; shift 2 ;;
 	--pcie) pcie=1; shift ;;
+	--namespaces) namespaces=1; shift ;;
 	--smp) smp=$2; shift 2 ;;
 	--tcg-thread) SSDQ_TCG_THREAD=$2; shift 2 ;;
 	--) shift; break ;;
@@ -205,6 +214,21 @@ boot() {
 		rm -f "$out/$img.img"
 		truncate -s "${img_mb}M" "$out/$img.img"
 	done
+	local -a more_ctrls=()
+	if ((namespaces)); then
+		for img in multi1 multi2 multi3 ns2only; do
+			rm -f "$out/$img.img"
+			truncate -s 16M "$out/$img.img"
+			more_ctrls+=(-drive "file=$out/$img.img,if=none,id=$img,format=raw,cache=writeback,discard=unmap")
+		done
+		more_ctrls+=(-device "nvme-subsys,id=subsys0,nqn=ssdq-multi"
+			-device "nvme,id=multi,serial=ssdqmulti,subsys=subsys0,addr=08.0"
+			-device "nvme-ns,drive=multi1,nsid=1,bus=multi"
+			-device "nvme-ns,drive=multi2,nsid=2,bus=multi,logical_block_size=4096,physical_block_size=4096"
+			-device "nvme-ns,drive=multi3,nsid=3,bus=multi,detached=on"
+			-device "nvme,id=ns2only,serial=ssdqns2only,addr=09.0"
+			-device "nvme-ns,drive=ns2only,nsid=2,bus=ns2only")
+	fi
 
 	local -a accel_args
 	if [[ $accel == kvm ]]; then
@@ -244,6 +268,7 @@ boot() {
 		-device "nvme,id=dut,serial=ssdq0,drive=nvm0,$dut_at$nvme_opts"
 		-drive "file=$out/nvmeref.img,if=none,id=nvm1,format=raw,cache=writeback,discard=unmap"
 		-device "nvme,id=ref,serial=nvmeref,drive=nvm1,addr=05.0$nvme_opts"
+		"${more_ctrls[@]}"
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap"
 		-device "virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot,addr=06.0"
 		-fsdev "local,id=fsrepo,path=$SSDQ_REPO,security_model=none,multidevs=remap"

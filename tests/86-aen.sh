@@ -25,7 +25,7 @@ aen_is() { [[ $(aen "$1") == "$2" ]]; }
 # console shows it under "quiet").
 qmp() { echo "<2>ssdq-qmp: $*" >/dev/kmsg; }
 
-# The uevents of the disk, as udev would get them (netlink, the kernel's
+# The uevents of the controller (its PCI device), as udev would get them (netlink, the kernel's
 # group), one line each; "ready" once listening.
 uev=$T_DIR/uevents
 : >"$uev"
@@ -62,8 +62,8 @@ smart_event() {
 	ok "SMART event $n: ${line#*: }"
 	wait_for 10 "SMART event $n: its uevent" grep -q "SSDQ_CRITICAL_WARNING=$warning" "$uev"
 	line=$(grep "SSDQ_CRITICAL_WARNING=$warning" "$uev")
-	[[ " $line " == *" DEVNAME=$DISK "* && " $line " == *" SSDQ_AEN=0x"* ]] ||
-		fail "SMART event $n: uevent not from $DISK or without SSDQ_AEN: $line"
+	[[ " $line " == *"/$PCI_DUT "* && " $line " == *" SSDQ_AEN=0x"* ]] ||
+		fail "SMART event $n: uevent not from $PCI_DUT or without SSDQ_AEN: $line"
 	ok "SMART event $n: uevent $(grep "SSDQ_CRITICAL_WARNING=$warning" "$uev" | grep -o 'SSDQ_AEN=[^ ]*')"
 	wait_for 10 "SMART event $n: a request outstanding again" aen_is outstanding 1
 }

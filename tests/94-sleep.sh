@@ -21,10 +21,9 @@
 # and ssdq's counters: three suspends, no reset, no timeout. (The ssdq
 # without PM callbacks: after S3 its controller is reset and nothing
 # notices until the I/O times out, 30 s.)
-# Prod lane only: the debug kernel is built without CONFIG_SUSPEND and
-# CONFIG_HIBERNATION (scripts/debug-kernel.config).
+# Both lanes (the debug kernel has CONFIG_SUSPEND, CONFIG_HIBERNATION and
+# CONFIG_PM_DEBUG since 2026-12-06: scripts/debug-kernel.config).
 # boot: sleep
-# lanes: prod
 # timeout: 120
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

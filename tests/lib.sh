@@ -320,8 +320,14 @@ DUT_KO=${SSDQ_KO:-${SSDQ_REPO:-.}/ssdq.ko}
 # Pin each controller to its driver: nothing auto-binds here (no udev), but
 # make it explicit so loading nvme can never grab the ssdq controller.
 set_overrides() {
+	local p
 	set_override "$PCI_DUT" "$DUT_DRV"
 	set_override "$PCI_REF" nvme
+	# vm.sh --namespaces: 87-namespaces gives these their drivers.
+	for p in "$PCI_MULTI" "$PCI_NS2ONLY"; do
+		[[ -e /sys/bus/pci/devices/$p/driver || ! -e /sys/bus/pci/devices/$p ]] ||
+			set_override "$p" none
+	done
 }
 
 dut_loaded() { module_loaded "$DUT_MOD"; }

@@ -333,4 +333,11 @@ static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
 #define ssdq_assign_str(dst, src)	__assign_str(dst, src)
 #endif
 
+/* A block device's open mode: blk_mode_t since 6.5, fmode_t before. */
+#ifdef SSDQ_HAVE_BLK_MODE_T
+#define ssdq_blk_mode_t	blk_mode_t
+#else
+#define ssdq_blk_mode_t	fmode_t
+#endif
+
 #endif /* _SSDQ_COMPAT_H */

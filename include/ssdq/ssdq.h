@@ -21,7 +21,10 @@
  *                shadow doorbell buffer, creating and deleting I/O queues
  *   recovery.c - timeouts, resets, retries: taking requests back
  *   io.c       - the I/O path: a request from ->queue_rq to its end
- *   disk.c     - blk-mq glue: the ops, tag set, queue maps, limits, gendisk
+ *   ioctl.c    - nvme's ioctls on a disk: its nsid, admin passthrough
+ *   disk.c     - blk-mq glue: the ops, tag set, queue maps, limits, and a
+ *                namespace's gendisk
+ *   ns.c       - namespaces: the active list, one disk each, rescans
  *   main.c     - the PCI driver and module init/exit
  */
 #ifndef _SSDQ_H
@@ -35,6 +38,7 @@
 #include <linux/hrtimer.h>
 #include <linux/irq_poll.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/scatterlist.h>
@@ -152,12 +156,16 @@ struct ssdq_aen {
 	atomic64_t failures;		/* requests the controller failed */
 };
 
-/* ident.c: who the controller and namespace say they are (Identify). */
+/* ident.c: who the controller says it is (Identify Controller). */
 struct ssdq_ident {
 	u16 vid;
 	char serial[20];		/* space-padded, as Identify has them */
 	char model[40];
 	char firmware_rev[8];
+};
+
+/* ... and a namespace's ids (Identify Namespace, its descriptor list). */
+struct ssdq_ns_ids {
 	u8 eui64[8];			/* all zero: none reported */
 	u8 nguid[16];
 	uuid_t uuid;
@@ -385,9 +393,7 @@ struct ssdq_dev {
 	u16 oncs;
 	u32 oaes;			/* notices the controller can send */
 	u8 vwc;
-	u32 nsid;
-	u8 lba_shift;
-	sector_t capacity;		/* in 512-byte sectors */
+	u32 nn;				/* Number of Namespaces: the top nsid */
 
 	/*
 	 * The admin queue runs one command at a time, and beside it one in
@@ -429,12 +435,50 @@ struct ssdq_dev {
 	struct ssdq_steer_cpu __percpu *steer;
 
 	struct dma_pool *prp_pool;
-	struct blk_mq_tag_set tag_set;
-	struct gendisk *disk;
+	struct blk_mq_tag_set tag_set;	/* one for every namespace's disk */
 	struct dentry *debugfs;		/* /sys/kernel/debug/ssdq/ssdqN */
+
+	/*
+	 * Namespaces (ns.c), by nsid. The list changes only in a scan (the
+	 * probe's, then scan_work's), under ns_lock, which recovery takes
+	 * inside recovery_lock to reach every disk's queue.
+	 */
+	struct mutex ns_lock;
+	struct list_head namespaces;
+	struct work_struct scan_work;	/* a rescan: event or sysfs */
+	u32 primary_nsid;		/* the one named ssdqN, 0: none yet */
+	bool probed;			/* the probe's scan is done */
+	atomic64_t scans;
+	atomic64_t scan_failures;
+	atomic64_t ns_added;
+	atomic64_t ns_removed;
+
+	/* ioctl.c: admin commands from user space, until removal stops them. */
+	struct rw_semaphore passthru_rwsem;
+	bool passthru_stopped;
 	struct hlist_node cpuhp_node;	/* irq.c: CPUs going offline */
 	bool watching_cpus;
 };
+
+/*
+ * One active namespace and its disk, /dev/ssdqN for the controller's first
+ * and /dev/ssdqNnM for namespace M otherwise (ns.c). The disk's queue and
+ * private_data point here; blk-mq's tag set and the queues are the
+ * controller's.
+ */
+struct ssdq_ns {
+	struct ssdq_dev *dev;
+	struct list_head entry;		/* in dev->namespaces */
+	struct gendisk *disk;
+	u32 nsid;
+	u8 lba_shift;
+	sector_t capacity;		/* in 512-byte sectors */
+	struct ssdq_ns_ids ids;
+	u64 scan_gen;			/* the last scan that found it */
+};
+
+#define ssdq_for_each_ns(dev, ns) \
+	list_for_each_entry(ns, &(dev)->namespaces, entry)
 
 static inline struct ssdq_iod *ssdq_iod(struct request *req)
 {
@@ -464,10 +508,22 @@ static inline unsigned int ssdq_nr_irq_queues(struct ssdq_dev *dev)
 	return dev->nr_io_queues - dev->nr_poll_queues;
 }
 
-/* The device behind /sys/block/ssdqN, for the techniques' attributes. */
-static inline struct ssdq_dev *ssdq_from_disk_dev(struct device *d)
+/* The namespace behind /sys/block/ssdqN..., and its controller. */
+static inline struct ssdq_ns *ssdq_ns_from_disk_dev(struct device *d)
 {
 	return dev_to_disk(d)->private_data;
+}
+
+/* Each namespace's disk shows the controller's switches. */
+static inline struct ssdq_dev *ssdq_from_disk_dev(struct device *d)
+{
+	return ssdq_ns_from_disk_dev(d)->dev;
+}
+
+/* A request's controller, from its disk's queue. */
+static inline struct ssdq_dev *ssdq_rq_dev(struct request *req)
+{
+	return ((struct ssdq_ns *)req->q->queuedata)->dev;
 }
 
 /* status.c: a message's room for one status or errno, on the caller's stack */
@@ -570,8 +626,8 @@ void ssdq_debugfs_queue_stats(struct ssdq_dev *dev,
 
 /* ident.c */
 void ssdq_ident_ctrl(struct ssdq_dev *dev, const struct nvme_id_ctrl *id);
-void ssdq_ident_ns_descs(struct ssdq_dev *dev, const void *buf);
-void ssdq_ident_ns(struct ssdq_dev *dev, const struct nvme_id_ns *id);
+void ssdq_ident_ns_descs(struct ssdq_ns *ns, const void *buf);
+void ssdq_ident_ns(struct ssdq_ns *ns, const struct nvme_id_ns *id);
 int ssdq_ident_add(struct ssdq_dev *dev);
 void ssdq_ident_remove(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_ident_disk_group;
@@ -738,6 +794,8 @@ void ssdq_pci_reset_done(struct ssdq_dev *dev);
 pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
 					 pci_channel_state_t state);
 pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev);
+int ssdq_admin_exec_guarded(struct ssdq_dev *dev, struct nvme_command *cmd,
+			    u32 *result);
 void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_recovery_attr_group;
 
@@ -749,10 +807,26 @@ void ssdq_commit_rqs(struct blk_mq_hw_ctx *hctx);
 int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob);
 void ssdq_complete_rq(struct request *req);
 
+/* ioctl.c */
+void ssdq_ioctl_init(struct ssdq_dev *dev);
+void ssdq_ioctl_stop(struct ssdq_dev *dev);
+int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,
+	       unsigned int cmd, unsigned long arg);
+
 /* disk.c */
 extern struct dentry *ssdq_debugfs_root;
-int ssdq_disk_add(struct ssdq_dev *dev);
-void ssdq_disk_del(struct ssdq_dev *dev);
-void ssdq_disk_free(struct ssdq_dev *dev);
+int ssdq_tag_set_init(struct ssdq_dev *dev);
+void ssdq_tag_set_free(struct ssdq_dev *dev);
+int ssdq_disk_alloc(struct ssdq_ns *ns, const char *name);
+int ssdq_disk_register(struct ssdq_ns *ns);
+void ssdq_disk_del(struct ssdq_ns *ns);
+
+/* ns.c */
+void ssdq_ns_init(struct ssdq_dev *dev);
+int ssdq_ns_scan(struct ssdq_dev *dev);
+int ssdq_ns_start_rescans(struct ssdq_dev *dev);
+void ssdq_ns_stop_scans(struct ssdq_dev *dev);
+void ssdq_ns_remove_all(struct ssdq_dev *dev);
+void ssdq_ns_free_all(struct ssdq_dev *dev);
 
 #endif /* _SSDQ_H */

@@ -9,16 +9,18 @@
  * The controller masks further events of that type until the host reads
  * that page, so the answer goes from the admin reaper (interrupt context)
  * to a work item, which reads the page, tells the user (one rate-limited
- * line, a counter, a KOBJ_CHANGE uevent on the disk with SSDQ_AEN=<the
- * answer's dword 0>, as nvme's NVME_AEN), and sends the next request:
+ * line, a counter, a KOBJ_CHANGE uevent on the controller's PCI device with
+ * SSDQ_AEN=<the answer's dword 0>, as nvme's NVME_AEN on its controller),
+ * and sends the next request:
  *
  *   SMART / health    the critical warning bits of the SMART log (spare
  *                     below threshold, temperature, reliability, read-only,
  *                     volatile memory backup): SSDQ_CRITICAL_WARNING=<bits>
  *   notice            namespace attribute changed (the changed namespace
  *                     list), firmware activation starting (the firmware
- *                     slot log): counted and said; ssdq drives namespace 1
- *                     as probe found it
+ *                     slot log): counted and said; a namespace change
+ *                     rescans the namespaces (ns.c's scan_work, which
+ *                     adds and removes their disks)
  *   error, other      the page the answer names, counted
  *
  * Which events the controller sends is set with Set Features (Asynchronous
@@ -127,7 +129,7 @@ void ssdq_aen_configure(struct ssdq_dev *dev)
 			 aec, ssdq_result_str(&m, ret));
 }
 
-/* Probe, once the disk exists: the first request. */
+/* Probe, once the disks exist: the first request. */
 void ssdq_aen_begin(struct ssdq_dev *dev)
 {
 	mutex_lock(&dev->recovery_lock);
@@ -191,7 +193,7 @@ static void ssdq_aen_uevent(struct ssdq_dev *dev, u32 result, int warning)
 			 "SSDQ_CRITICAL_WARNING=%#04x", warning);
 		envp[1] = warn_env;
 	}
-	kobject_uevent_env(&disk_to_dev(dev->disk)->kobj, KOBJ_CHANGE, envp);
+	kobject_uevent_env(&dev->pdev->dev.kobj, KOBJ_CHANGE, envp);
 }
 
 static const char *ssdq_aen_notice_name(u8 info)
@@ -253,6 +255,9 @@ static int ssdq_aen_handle(struct ssdq_dev *dev, u32 result, bool live,
 		atomic64_inc(&aen->notices);
 		dev_info_ratelimited(dmadev, "%s (event %#08x)\n",
 				     ssdq_aen_notice_name(info), result);
+		/* The whole list is scanned again (ns.c); the log only unmasks. */
+		if (info == NVME_AER_NOTICE_NS_CHANGED)
+			queue_work(system_freezable_wq, &dev->scan_work);
 		break;
 	case NVME_AER_ERROR:
 		atomic64_inc(&aen->errors);
@@ -312,7 +317,7 @@ unlock:
 	if (page.buf)
 		dma_free_coherent(dmadev, NVME_IDENTIFY_DATA_SIZE, page.buf,
 				  page.dma);
-	/* Removal waits for this work before the disk goes (stopped). */
+	/* Removal waits for this work before the device goes (stopped). */
 	if (event)
 		ssdq_aen_uevent(dev, result, warning);
 }
@@ -323,7 +328,7 @@ void ssdq_aen_init(struct ssdq_dev *dev)
 }
 
 /*
- * Removal: no more requests, and the work done before the disk goes. The
+ * Removal: no more requests, and the work done before the disks go. The
  * teardown's reap may still hand an answer to the work: ssdq_aen_flush()
  * after it.
  */

@@ -314,11 +314,11 @@ static void ssdq_admin_timed_out(struct ssdq_dev *dev, u8 opcode)
 		"admin command %#x timed out after %u s, stopping the controller\n",
 		opcode, ssdq_params.admin_timeout);
 	atomic64_inc(&dev->recovery.admin_timeouts);
-	/* The tag set exists from the disk's allocation on (probe's end). */
-	if (dev->disk)
+	/* The tag set exists from the probe's ssdq_tag_set_init() on. */
+	if (dev->tag_set.tags)
 		ssdq_quiesce_tagset(&dev->tag_set);
 	ssdq_ctrl_stop_dma(dev, false);
-	if (dev->disk)
+	if (dev->tag_set.tags)
 		ssdq_unquiesce_tagset(&dev->tag_set);
 	dev->queues[0].created = false;
 }
@@ -433,6 +433,7 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 		dev_err(&dev->pdev->dev, "controller has no namespaces\n");
 		return -ENODEV;
 	}
+	dev->nn = le32_to_cpu(id->nn);
 	dev->oacs = le16_to_cpu(id->oacs);
 	dev->oaes = le32_to_cpu(id->oaes);
 	dev->oncs = le16_to_cpu(id->oncs);
@@ -481,69 +482,7 @@ static int ssdq_identify_nvm_limits(struct ssdq_dev *dev, void *buf,
 	return 0;
 }
 
-/*
- * The namespace's ids (UUID, NGUID, EUI-64) from its descriptor list, which
- * NVMe 1.3 added. A controller that answers with an error status has none
- * to give: ids are for user space, the namespace works without them.
- */
-static int ssdq_identify_ns_descs(struct ssdq_dev *dev, void *buf,
-				  dma_addr_t dma)
-{
-	int ret;
-
-	if (readl(dev->bar + NVME_REG_VS) < NVME_VS(1, 3, 0))
-		return 0;
-	memset(buf, 0, NVME_IDENTIFY_DATA_SIZE);
-	ret = ssdq_identify(dev, NVME_ID_CNS_NS_DESC_LIST, dev->nsid, 0, dma);
-	if (ret > 0)
-		return 0;
-	if (!ret)
-		ssdq_ident_ns_descs(dev, buf);
-	return ret;
-}
-
-static int ssdq_parse_id_ns(struct ssdq_dev *dev, struct nvme_id_ns *id)
-{
-	unsigned int format = nvme_lbaf_index(id->flbas);
-	u64 nsze = le64_to_cpu(id->nsze);
-	struct nvme_lbaf *lbaf;
-
-	if (!nsze) {
-		dev_err(&dev->pdev->dev, "namespace %u is not active\n",
-			dev->nsid);
-		return -ENODEV;
-	}
-	/* NLBAF is 0-based: formats 0 to NLBAF exist. */
-	if (format > id->nlbaf) {
-		dev_err(&dev->pdev->dev,
-			"namespace %u is in LBA format %u, but has formats 0-%u only\n",
-			dev->nsid, format, id->nlbaf);
-		return -EINVAL;
-	}
-	lbaf = &id->lbaf[format];
-	if (le16_to_cpu(lbaf->ms)) {
-		dev_err(&dev->pdev->dev,
-			"namespace %u has per-block metadata, not supported\n",
-			dev->nsid);
-		return -EOPNOTSUPP;
-	}
-	if (lbaf->ds < SECTOR_SHIFT || lbaf->ds > PAGE_SHIFT) {
-		dev_err(&dev->pdev->dev,
-			"namespace %u block size 2^%u not supported\n",
-			dev->nsid, lbaf->ds);
-		return -EOPNOTSUPP;
-	}
-	if (check_shl_overflow(nsze, lbaf->ds - SECTOR_SHIFT, &dev->capacity)) {
-		dev_err(&dev->pdev->dev,
-			"namespace %u: %llu blocks of 2^%u bytes overflow a sector count\n",
-			dev->nsid, nsze, lbaf->ds);
-		return -EINVAL;
-	}
-	dev->lba_shift = lbaf->ds;
-	return 0;
-}
-
-/* Identify the controller and namespace 1, which becomes /dev/ssdqN. */
+/* Identify the controller: its limits, features and identity. */
 int ssdq_ctrl_identify(struct ssdq_dev *dev)
 {
 	struct device *dmadev = &dev->pdev->dev;
@@ -571,25 +510,7 @@ int ssdq_ctrl_identify(struct ssdq_dev *dev)
 	if (ret) {
 		dev_err(dmadev, "Identify Controller (NVM) failed: %s\n",
 			ssdq_result_str(&m, ret));
-		goto out;
 	}
-
-	dev->nsid = 1;
-	ret = ssdq_identify_ns_descs(dev, buf, dma);
-	if (ret) {
-		dev_err(dmadev, "Identify Namespace Descriptors failed: %s\n",
-			ssdq_result_str(&m, ret));
-		goto out;
-	}
-	ret = ssdq_identify(dev, NVME_ID_CNS_NS, dev->nsid, 0, dma);
-	if (ret) {
-		dev_err(dmadev, "Identify Namespace failed: %s\n",
-			ssdq_result_str(&m, ret));
-		goto out;
-	}
-	ret = ssdq_parse_id_ns(dev, buf);
-	if (!ret)
-		ssdq_ident_ns(dev, buf);
 out:
 	dma_free_coherent(dmadev, NVME_IDENTIFY_DATA_SIZE, buf, dma);
 	return ssdq_status_errno(ret);

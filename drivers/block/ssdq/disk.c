@@ -2,8 +2,10 @@
 /*
  * ssdq blk-mq glue: the ops blk-mq calls (the I/O path is io.c's), the tag
  * set with one hardware context per NVMe I/O queue and the map from CPUs to
- * them, the queue limits, and the gendisk users see as /dev/ssdqN with each
- * technique's switches (sysfs) and counters (debugfs).
+ * them, each technique's counters (debugfs), and a namespace's gendisk
+ * (ns.c says which exist) with its queue limits and each technique's
+ * switches (sysfs). Every namespace's queue shares the one tag set, as
+ * nvme's do: the hardware queues and their tags are the controller's.
  */
 #include <linux/debugfs.h>
 #include <linux/dmapool.h>
@@ -12,6 +14,7 @@
 
 struct dentry *ssdq_debugfs_root;
 
+/* Called for each namespace's queue: all name the same NVMe queue. */
 static int ssdq_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
 			  unsigned int hctx_idx)
 {
@@ -50,8 +53,11 @@ static const struct blk_mq_ops ssdq_mq_ops = {
 	.map_queues	= ssdq_map_queues,
 };
 
+/* nvme's ioctls, the part ioctl.c has. */
 static const struct block_device_operations ssdq_fops = {
 	.owner		= THIS_MODULE,
+	.ioctl		= ssdq_ioctl,
+	.compat_ioctl	= blkdev_compat_ptr_ioctl,
 };
 
 /*
@@ -67,11 +73,16 @@ static const struct attribute_group *ssdq_disk_groups[] = {
 	NULL,
 };
 
-/* Each technique's counters, in /sys/kernel/debug/ssdq/ssdqN/. */
+/*
+ * Each technique's counters, in /sys/kernel/debug/ssdq/ssdqN/: the
+ * controller's, named as its first namespace's disk.
+ */
 static void ssdq_debugfs_init(struct ssdq_dev *dev)
 {
-	dev->debugfs = debugfs_create_dir(dev->disk->disk_name,
-					  ssdq_debugfs_root);
+	char name[16];
+
+	snprintf(name, sizeof(name), "ssdq%d", dev->instance);
+	dev->debugfs = debugfs_create_dir(name, ssdq_debugfs_root);
 	ssdq_debugfs_queue_stats(dev, &ssdq_plug_stats);
 	ssdq_recovery_debugfs_init(dev);
 	ssdq_aen_debugfs_init(dev);
@@ -80,9 +91,10 @@ static void ssdq_debugfs_init(struct ssdq_dev *dev)
 	ssdq_debugfs_queue_stats(dev, &ssdq_irq_stats);
 }
 
-static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
+static void ssdq_set_limits(struct ssdq_ns *ns, struct queue_limits *lim)
 {
-	u32 block = 1U << dev->lba_shift;
+	struct ssdq_dev *dev = ns->dev;
+	u32 block = 1U << ns->lba_shift;
 
 	lim->logical_block_size = block;
 	lim->physical_block_size = block;
@@ -97,16 +109,16 @@ static void ssdq_set_limits(struct ssdq_dev *dev, struct queue_limits *lim)
 		/* One range per command, at most DMRSL blocks long. */
 		lim->max_hw_discard_sectors = UINT_MAX;
 		if (dev->dmrsl &&
-		    dev->dmrsl <= UINT_MAX >> (dev->lba_shift - SECTOR_SHIFT))
+		    dev->dmrsl <= UINT_MAX >> (ns->lba_shift - SECTOR_SHIFT))
 			lim->max_hw_discard_sectors =
-				dev->dmrsl << (dev->lba_shift - SECTOR_SHIFT);
+				dev->dmrsl << (ns->lba_shift - SECTOR_SHIFT);
 		lim->max_discard_segments = 1;
 		lim->discard_granularity = block;
 	}
 	/* The NLB field of Write Zeroes is 16 bits; WZSL may say less. */
 	if (dev->oncs & NVME_CTRL_ONCS_WRITE_ZEROES) {
 		lim->max_write_zeroes_sectors =
-			(U16_MAX + 1) << (dev->lba_shift - SECTOR_SHIFT);
+			(U16_MAX + 1) << (ns->lba_shift - SECTOR_SHIFT);
 		if (dev->max_zeroes_sectors)
 			lim->max_write_zeroes_sectors =
 				min(lim->max_write_zeroes_sectors,
@@ -146,67 +158,70 @@ static int ssdq_alloc_tag_set(struct ssdq_dev *dev)
 	return blk_mq_alloc_tag_set(set);
 }
 
-/* Register /dev/ssdqN on top of the controller's I/O queues. */
-int ssdq_disk_add(struct ssdq_dev *dev)
+/*
+ * The controller's half, before any disk: the PRP list pool, the tag set
+ * and the counters' directory.
+ */
+int ssdq_tag_set_init(struct ssdq_dev *dev)
 {
-	struct device *dmadev = &dev->pdev->dev;
-	struct queue_limits lim = { };
-	struct gendisk *disk;
 	int ret;
 
-	dev->prp_pool = dma_pool_create("ssdq prp list", dmadev,
+	dev->prp_pool = dma_pool_create("ssdq prp list", &dev->pdev->dev,
 					SSDQ_CTRL_PAGE_SIZE,
 					SSDQ_CTRL_PAGE_SIZE, 0);
 	if (!dev->prp_pool)
 		return -ENOMEM;
 	ret = ssdq_alloc_tag_set(dev);
-	if (ret)
-		goto destroy_pool;
-
-	ssdq_set_limits(dev, &lim);
-	disk = ssdq_alloc_disk(&dev->tag_set, &lim, ssdq_disk_features(dev),
-			       dev);
-	if (IS_ERR(disk)) {
-		ret = PTR_ERR(disk);
-		goto free_tag_set;
+	if (ret) {
+		dma_pool_destroy(dev->prp_pool);
+		return ret;
 	}
-	disk->fops = &ssdq_fops;
-	disk->private_data = dev;
-	snprintf(disk->disk_name, DISK_NAME_LEN, "ssdq%d", dev->instance);
-	set_capacity(disk, dev->capacity);
-
-	/* Set before adding: the partition scan's I/O may already time out. */
-	dev->disk = disk;
-	ret = device_add_disk(dmadev, disk, ssdq_disk_groups);
-	if (ret)
-		goto put_disk;
 	ssdq_debugfs_init(dev);
 	return 0;
+}
 
-put_disk:
-	dev->disk = NULL;
-	put_disk(disk);
-free_tag_set:
+/* Free the tag set and the rest, once the controller can post no CQE. */
+void ssdq_tag_set_free(struct ssdq_dev *dev)
+{
+	debugfs_remove_recursive(dev->debugfs);
 	blk_mq_free_tag_set(&dev->tag_set);
-destroy_pool:
 	dma_pool_destroy(dev->prp_pool);
-	return ret;
+}
+
+/* A namespace's disk, /dev/@name, on the controller's queues: not yet seen. */
+int ssdq_disk_alloc(struct ssdq_ns *ns, const char *name)
+{
+	struct ssdq_dev *dev = ns->dev;
+	struct queue_limits lim = { };
+	struct gendisk *disk;
+
+	ssdq_set_limits(ns, &lim);
+	disk = ssdq_alloc_disk(&dev->tag_set, &lim, ssdq_disk_features(dev),
+			       ns);
+	if (IS_ERR(disk))
+		return PTR_ERR(disk);
+	disk->fops = &ssdq_fops;
+	disk->private_data = ns;
+	strscpy(disk->disk_name, name, DISK_NAME_LEN);
+	set_capacity(disk, ns->capacity);
+	ns->disk = disk;
+	return 0;
+}
+
+/* Show it: udev's add event, the partition scan (whose I/O may time out). */
+int ssdq_disk_register(struct ssdq_ns *ns)
+{
+	return device_add_disk(&ns->dev->pdev->dev, ns->disk,
+			       ssdq_disk_groups);
 }
 
 /*
  * Unregister the disk. del_gendisk() writes back dirty pages and waits for
- * every request in flight, so the queues are idle when it returns.
+ * every request of the disk in flight; the caller keeps the namespace on
+ * the list until then, so that recovery still reaches them, and drops the
+ * disk (put_disk()) after.
  */
-void ssdq_disk_del(struct ssdq_dev *dev)
+void ssdq_disk_del(struct ssdq_ns *ns)
 {
-	debugfs_remove_recursive(dev->debugfs);
-	del_gendisk(dev->disk);
-}
-
-/* Free the tag set and the rest, once the controller can post no CQE. */
-void ssdq_disk_free(struct ssdq_dev *dev)
-{
-	put_disk(dev->disk);
-	blk_mq_free_tag_set(&dev->tag_set);
-	dma_pool_destroy(dev->prp_pool);
+	del_gendisk(ns->disk);
 }

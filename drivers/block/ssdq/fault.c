@@ -105,15 +105,16 @@ u16 ssdq_fault_cqe_status(struct ssdq_dev *dev, struct request *req,
 }
 
 /*
- * At probe (no disk yet), the fault_admin_status'th admin command is
- * refused with Internal Error before it reaches the controller, which so
- * never runs it: the status it returns, or 0 to send the command.
+ * At probe (until its namespace scan is done), the fault_admin_status'th
+ * admin command is refused with Internal Error before it reaches the
+ * controller, which so never runs it: the status it returns, or 0 to send
+ * the command.
  */
 u16 ssdq_fault_admin_refused(struct ssdq_dev *dev)
 {
 	unsigned int n = ssdq_params.fault_admin_status;
 
-	if (!n || dev->disk || ++dev->fault.probe_admin_cmds != n)
+	if (!n || dev->probed || ++dev->fault.probe_admin_cmds != n)
 		return 0;
 	atomic64_inc(&dev->fault.done[SSDQ_FAULT_PROBE_ADMIN]);
 	return NVME_SC_INTERNAL | NVME_STATUS_DNR;

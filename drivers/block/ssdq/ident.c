@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ssdq identity: what the controller and its namespace say they are, kept
- * from Identify (ctrl.c issues the commands) and shown where user space
+ * ssdq identity: what the controller and each namespace say they are, kept
+ * from Identify (ctrl.c and ns.c issue the commands) and shown where user space
  * looks for it. lsblk's MODEL and SERIAL and udev's rules read the disk's
  * parent device (here the PCI function: serial, model, firmware_rev) and
  * the disk's own wwid, nsid, eui, nguid and uuid, in the formats the
@@ -75,9 +75,10 @@ void ssdq_ident_ctrl(struct ssdq_dev *dev, const struct nvme_id_ctrl *id)
  * ends the list: what follows it cannot be found. Read even where the ids
  * are ignored, as nvme does.
  */
-void ssdq_ident_ns_descs(struct ssdq_dev *dev, const void *buf)
+void ssdq_ident_ns_descs(struct ssdq_ns *ns, const void *buf)
 {
-	struct ssdq_ident *ident = &dev->ident;
+	struct ssdq_ns_ids *ident = &ns->ids;
+	struct ssdq_dev *dev = ns->dev;
 	bool bogus = ssdq_ident_nids_bogus(dev);
 	unsigned int pos = 0;
 
@@ -114,7 +115,7 @@ void ssdq_ident_ns_descs(struct ssdq_dev *dev, const void *buf)
 		if (d->nidl != want) {
 			dev_warn(&dev->pdev->dev,
 				 "namespace %u: identifier type %u of %u bytes, not %u: the rest of the list ignored\n",
-				 dev->nsid, d->nidt, d->nidl, want);
+				 ns->nsid, d->nidt, d->nidl, want);
 			return;
 		}
 		pos += sizeof(*d) + d->nidl;
@@ -129,9 +130,10 @@ void ssdq_ident_ns_descs(struct ssdq_dev *dev, const void *buf)
  * From Identify Namespace: EUI-64 (NVMe 1.1) and NGUID (1.2), where the
  * descriptor list gave none, as nvme does.
  */
-void ssdq_ident_ns(struct ssdq_dev *dev, const struct nvme_id_ns *id)
+void ssdq_ident_ns(struct ssdq_ns *ns, const struct nvme_id_ns *id)
 {
-	struct ssdq_ident *ident = &dev->ident;
+	struct ssdq_ns_ids *ident = &ns->ids;
+	struct ssdq_dev *dev = ns->dev;
 	u32 vs = readl(dev->bar + NVME_REG_VS);
 
 	if (ssdq_ident_nids_bogus(dev))
@@ -157,11 +159,11 @@ static int ssdq_ident_strlen(const char *s, int len)
 	return len;
 }
 
-/* ---------------------------------------------- /sys/block/ssdqN/<id> */
+/* ------------------------------------------- /sys/block/ssdqN.../<id> */
 
-static struct ssdq_dev *ssdq_ident_of_disk(struct device *d)
+static struct ssdq_ns_ids *ssdq_ident_of_disk(struct device *d)
 {
-	return dev_to_disk(d)->private_data;
+	return &ssdq_ns_from_disk_dev(d)->ids;
 }
 
 /*
@@ -171,8 +173,9 @@ static struct ssdq_dev *ssdq_ident_of_disk(struct device *d)
 static ssize_t wwid_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
-	struct ssdq_dev *dev = ssdq_ident_of_disk(d);
-	struct ssdq_ident *ident = &dev->ident;
+	struct ssdq_ns *ns = ssdq_ns_from_disk_dev(d);
+	struct ssdq_ident *ctrl = &ns->dev->ident;
+	struct ssdq_ns_ids *ident = &ns->ids;
 
 	if (!uuid_is_null(&ident->uuid))
 		return sysfs_emit(buf, "uuid.%pU\n", &ident->uuid);
@@ -180,32 +183,32 @@ static ssize_t wwid_show(struct device *d, struct device_attribute *attr,
 		return sysfs_emit(buf, "eui.%16phN\n", ident->nguid);
 	if (ssdq_ident_has(ident->eui64, sizeof(ident->eui64)))
 		return sysfs_emit(buf, "eui.%8phN\n", ident->eui64);
-	return sysfs_emit(buf, "nvme.%04x-%*phN-%*phN-%08x\n", ident->vid,
-			  ssdq_ident_strlen(ident->serial, sizeof(ident->serial)),
-			  ident->serial,
-			  ssdq_ident_strlen(ident->model, sizeof(ident->model)),
-			  ident->model, dev->nsid);
+	return sysfs_emit(buf, "nvme.%04x-%*phN-%*phN-%08x\n", ctrl->vid,
+			  ssdq_ident_strlen(ctrl->serial, sizeof(ctrl->serial)),
+			  ctrl->serial,
+			  ssdq_ident_strlen(ctrl->model, sizeof(ctrl->model)),
+			  ctrl->model, ns->nsid);
 }
 static DEVICE_ATTR_RO(wwid);
 
 static ssize_t nsid_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
-	return sysfs_emit(buf, "%u\n", ssdq_ident_of_disk(d)->nsid);
+	return sysfs_emit(buf, "%u\n", ssdq_ns_from_disk_dev(d)->nsid);
 }
 static DEVICE_ATTR_RO(nsid);
 
 static ssize_t eui_show(struct device *d, struct device_attribute *attr,
 			char *buf)
 {
-	return sysfs_emit(buf, "%8ph\n", ssdq_ident_of_disk(d)->ident.eui64);
+	return sysfs_emit(buf, "%8ph\n", ssdq_ident_of_disk(d)->eui64);
 }
 static DEVICE_ATTR_RO(eui);
 
 static ssize_t nguid_show(struct device *d, struct device_attribute *attr,
 			  char *buf)
 {
-	return sysfs_emit(buf, "%pU\n", ssdq_ident_of_disk(d)->ident.nguid);
+	return sysfs_emit(buf, "%pU\n", ssdq_ident_of_disk(d)->nguid);
 }
 static DEVICE_ATTR_RO(nguid);
 
@@ -213,7 +216,7 @@ static DEVICE_ATTR_RO(nguid);
 static ssize_t uuid_show(struct device *d, struct device_attribute *attr,
 			 char *buf)
 {
-	struct ssdq_ident *ident = &ssdq_ident_of_disk(d)->ident;
+	struct ssdq_ns_ids *ident = ssdq_ident_of_disk(d);
 
 	if (uuid_is_null(&ident->uuid))
 		return sysfs_emit(buf, "%pU\n", ident->nguid);
@@ -234,8 +237,7 @@ static struct attribute *ssdq_ident_disk_attrs[] = {
 static umode_t ssdq_ident_disk_visible(struct kobject *kobj,
 				       struct attribute *a, int n)
 {
-	struct ssdq_ident *ident =
-		&ssdq_ident_of_disk(kobj_to_dev(kobj))->ident;
+	struct ssdq_ns_ids *ident = ssdq_ident_of_disk(kobj_to_dev(kobj));
 	bool nguid = ssdq_ident_has(ident->nguid, sizeof(ident->nguid));
 
 	if (a == &dev_attr_eui.attr)

@@ -37,36 +37,36 @@ static struct device *ssdq_dmadev(struct ssdq_dev *dev)
 
 /* ---- submit: request to NVMe command */
 
-static u64 ssdq_sect_to_lba(struct ssdq_dev *dev, sector_t sector)
+static u64 ssdq_sect_to_lba(struct ssdq_ns *ns, sector_t sector)
 {
-	return sector >> (dev->lba_shift - SECTOR_SHIFT);
+	return sector >> (ns->lba_shift - SECTOR_SHIFT);
 }
 
-static u32 ssdq_nlb(struct ssdq_dev *dev, struct request *req)
+static u32 ssdq_nlb(struct ssdq_ns *ns, struct request *req)
 {
-	return blk_rq_bytes(req) >> dev->lba_shift;
+	return blk_rq_bytes(req) >> ns->lba_shift;
 }
 
-static void ssdq_setup_rw(struct ssdq_dev *dev, struct request *req,
+static void ssdq_setup_rw(struct ssdq_ns *ns, struct request *req,
 			  struct nvme_command *cmd)
 {
 	cmd->rw.opcode = req_op(req) == REQ_OP_WRITE ? nvme_cmd_write :
 						       nvme_cmd_read;
-	cmd->rw.nsid = cpu_to_le32(dev->nsid);
-	cmd->rw.slba = cpu_to_le64(ssdq_sect_to_lba(dev, blk_rq_pos(req)));
-	cmd->rw.length = cpu_to_le16(ssdq_nlb(dev, req) - 1);
+	cmd->rw.nsid = cpu_to_le32(ns->nsid);
+	cmd->rw.slba = cpu_to_le64(ssdq_sect_to_lba(ns, blk_rq_pos(req)));
+	cmd->rw.length = cpu_to_le16(ssdq_nlb(ns, req) - 1);
 	if (req->cmd_flags & REQ_FUA)
 		cmd->rw.control = cpu_to_le16(NVME_RW_FUA);
 }
 
-static void ssdq_setup_write_zeroes(struct ssdq_dev *dev, struct request *req,
+static void ssdq_setup_write_zeroes(struct ssdq_ns *ns, struct request *req,
 				    struct nvme_command *cmd)
 {
 	cmd->write_zeroes.opcode = nvme_cmd_write_zeroes;
-	cmd->write_zeroes.nsid = cpu_to_le32(dev->nsid);
+	cmd->write_zeroes.nsid = cpu_to_le32(ns->nsid);
 	cmd->write_zeroes.slba =
-		cpu_to_le64(ssdq_sect_to_lba(dev, blk_rq_pos(req)));
-	cmd->write_zeroes.length = cpu_to_le16(ssdq_nlb(dev, req) - 1);
+		cpu_to_le64(ssdq_sect_to_lba(ns, blk_rq_pos(req)));
+	cmd->write_zeroes.length = cpu_to_le16(ssdq_nlb(ns, req) - 1);
 }
 
 /*
@@ -74,24 +74,25 @@ static void ssdq_setup_write_zeroes(struct ssdq_dev *dev, struct request *req,
  * one discard segment), which lives in the request's PDU and is DMA'd from
  * there. If the 16 bytes straddle a controller page, PRP2 names the next one.
  */
-static blk_status_t ssdq_setup_discard(struct ssdq_dev *dev,
+static blk_status_t ssdq_setup_discard(struct ssdq_ns *ns,
 				       struct request *req,
 				       struct nvme_command *cmd)
 {
+	struct ssdq_dev *dev = ns->dev;
 	struct ssdq_iod *iod = ssdq_iod(req);
 	u64 page = SSDQ_CTRL_PAGE_SIZE;
 	dma_addr_t end;
 
 	iod->range.cattr = 0;
-	iod->range.nlb = cpu_to_le32(ssdq_nlb(dev, req));
-	iod->range.slba = cpu_to_le64(ssdq_sect_to_lba(dev, blk_rq_pos(req)));
+	iod->range.nlb = cpu_to_le32(ssdq_nlb(ns, req));
+	iod->range.slba = cpu_to_le64(ssdq_sect_to_lba(ns, blk_rq_pos(req)));
 	iod->range_dma = dma_map_single(ssdq_dmadev(dev), &iod->range,
 					sizeof(iod->range), DMA_TO_DEVICE);
 	if (dma_mapping_error(ssdq_dmadev(dev), iod->range_dma))
 		return BLK_STS_RESOURCE;
 
 	cmd->dsm.opcode = nvme_cmd_dsm;
-	cmd->dsm.nsid = cpu_to_le32(dev->nsid);
+	cmd->dsm.nsid = cpu_to_le32(ns->nsid);
 	cmd->dsm.dptr.prp1 = cpu_to_le64(iod->range_dma);
 	end = iod->range_dma + sizeof(iod->range) - 1;
 	if (round_down(end, page) != round_down(iod->range_dma, page))
@@ -228,6 +229,7 @@ static void ssdq_unmap_data(struct ssdq_dev *dev, struct request *req)
 
 static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 {
+	struct ssdq_ns *ns = req->q->queuedata;
 	struct ssdq_iod *iod = ssdq_iod(req);
 	struct nvme_command *cmd = &iod->cmd;
 	blk_status_t sts = BLK_STS_OK;
@@ -243,18 +245,18 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	switch (req_op(req)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
-		ssdq_setup_rw(dev, req, cmd);
+		ssdq_setup_rw(ns, req, cmd);
 		sts = ssdq_map_data(dev, req, cmd);
 		break;
 	case REQ_OP_FLUSH:
 		cmd->common.opcode = nvme_cmd_flush;
-		cmd->common.nsid = cpu_to_le32(dev->nsid);
+		cmd->common.nsid = cpu_to_le32(ns->nsid);
 		break;
 	case REQ_OP_DISCARD:
-		sts = ssdq_setup_discard(dev, req, cmd);
+		sts = ssdq_setup_discard(ns, req, cmd);
 		break;
 	case REQ_OP_WRITE_ZEROES:
-		ssdq_setup_write_zeroes(dev, req, cmd);
+		ssdq_setup_write_zeroes(ns, req, cmd);
 		break;
 	default:
 		return BLK_STS_NOTSUPP;
@@ -521,7 +523,7 @@ static void ssdq_log_error(struct ssdq_dev *dev, struct request *req,
  */
 void ssdq_complete_rq(struct request *req)
 {
-	struct ssdq_dev *dev = req->q->queuedata;
+	struct ssdq_dev *dev = ssdq_rq_dev(req);
 	u16 status = ssdq_iod(req)->nvme_status;
 
 	ssdq_steer_account(dev, req);
@@ -540,7 +542,7 @@ static void ssdq_complete_batch(struct io_comp_batch *iob)
 	struct request *req;
 
 	rq_list_for_each(&iob->req_list, req) {
-		struct ssdq_dev *dev = req->q->queuedata;
+		struct ssdq_dev *dev = ssdq_rq_dev(req);
 
 		ssdq_steer_account(dev, req);
 		ssdq_unmap_data(dev, req);

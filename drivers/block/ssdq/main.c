@@ -50,6 +50,8 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	ssdq_recovery_init(dev);
 	ssdq_aen_init(dev);
 	ssdq_fault_init(dev);
+	ssdq_ns_init(dev);
+	ssdq_ioctl_init(dev);
 	dev->pdev = pdev;
 	mutex_init(&dev->admin_lock);
 	init_completion(&dev->admin_done);
@@ -70,6 +72,7 @@ static void ssdq_free_dev(struct ssdq_dev *dev)
 	ida_free(&ssdq_instance_ida, dev->instance);
 	mutex_destroy(&dev->recovery_lock);
 	mutex_destroy(&dev->admin_lock);
+	mutex_destroy(&dev->ns_lock);
 	kfree(dev->queues);
 	kfree(dev);
 }
@@ -79,6 +82,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	unsigned int wanted = ssdq_wanted_io_queues();
 	unsigned int polled = ssdq_poll_queues_wanted();
 	struct ssdq_dev *dev;
+	struct ssdq_msg m;
 	int ret;
 
 	/* A driver_override or an ids= entry can name any device. */
@@ -108,23 +112,41 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ident_add(dev);
 	if (ret)
 		goto teardown;
-	ret = ssdq_disk_add(dev);
+	ret = ssdq_tag_set_init(dev);
 	if (ret)
 		goto ident_remove;
+	/* A disk for each namespace (ns.c); any failure fails the bind. */
+	ret = ssdq_ns_scan(dev);
+	if (ret) {
+		dev_err(&pdev->dev, "namespace scan failed: %s\n",
+			ssdq_result_str(&m, ret));
+		ret = ret > 0 ? -EIO : ret;
+		goto remove_disks;
+	}
+	dev->probed = true;
+	ret = ssdq_ns_start_rescans(dev);
+	if (ret)
+		goto remove_disks;
 	/* What PCI error recovery restores after a link reset wipes it. */
 	pci_save_state(pdev);
 	ssdq_aen_begin(dev);
 
-	dev_info(&pdev->dev, "%s: %llu MiB, %u-byte blocks, %u I/O queues\n",
-		 dev->disk->disk_name,
-		 (unsigned long long)(dev->capacity >> (20 - SECTOR_SHIFT)),
-		 1U << dev->lba_shift, dev->nr_io_queues);
+	dev_info(&pdev->dev, "ssdq%d: %lld namespaces, %u I/O queues\n",
+		 dev->instance, atomic64_read(&dev->ns_added),
+		 dev->nr_io_queues);
 	return 0;
 
+remove_disks:
+	ssdq_ns_remove_all(dev);
 ident_remove:
 	ssdq_ident_remove(dev);
 teardown:
 	ssdq_ctrl_teardown(dev);
+	/* After the teardown: a stray CQE still finds the tag set. */
+	if (dev->tag_set.tags) {
+		ssdq_ns_free_all(dev);
+		ssdq_tag_set_free(dev);
+	}
 free_dev:
 	ssdq_free_dev(dev);
 	return ret;
@@ -141,9 +163,11 @@ static void ssdq_remove(struct pci_dev *pdev)
 	if (!pci_device_is_present(pdev) || ssdq_fault_gone(dev) ||
 	    pci_channel_offline(pdev))
 		ssdq_dev_fail(dev, "device removed");
-	/* The event work tells the disk: done before the disk goes. */
+	/* No event work or passthrough, and so no rescan, from here on. */
 	ssdq_aen_stop(dev);
-	ssdq_disk_del(dev);
+	ssdq_ioctl_stop(dev);
+	ssdq_ns_stop_scans(dev);
+	ssdq_ns_remove_all(dev);
 	ssdq_ident_remove(dev);
 	/* No request is left, so no delayed completion either. */
 	cancel_delayed_work_sync(&dev->fault.delay_work);
@@ -159,13 +183,19 @@ static void ssdq_remove(struct pci_dev *pdev)
 	/* An answer reaped by the teardown may have queued these again. */
 	cancel_work_sync(&dev->escalate_work);
 	ssdq_aen_flush(dev);
-	ssdq_disk_free(dev);
+	ssdq_ns_free_all(dev);
+	ssdq_tag_set_free(dev);
 	ssdq_free_dev(dev);
 }
 
+/* The namespace list stays as it is while the disks' queues freeze. */
 static void ssdq_shutdown(struct pci_dev *pdev)
 {
-	ssdq_dev_shutdown(pci_get_drvdata(pdev));
+	struct ssdq_dev *dev = pci_get_drvdata(pdev);
+
+	ssdq_aen_stop(dev);
+	ssdq_ns_stop_scans(dev);
+	ssdq_dev_shutdown(dev);
 }
 
 /*

@@ -80,7 +80,7 @@ void ssdq_plug_account_batch(struct ssdq_queue *q, unsigned int n)
 static int ssdq_plug_set_shadow(struct ssdq_dev *dev, unsigned int on)
 {
 	if (on && !dev->dbbuf_dbs) {
-		dev_err_ratelimited(disk_to_dev(dev->disk),
+		dev_err_ratelimited(&dev->pdev->dev,
 				    "plugging/shadow_doorbells: the controller has none, only 0 is allowed\n");
 		return -EINVAL;
 	}

@@ -143,12 +143,34 @@ static int ssdq_take_back(struct ssdq_dev *dev, enum ssdq_stop how)
 	return ret;
 }
 
+/* What a reset requeued runs again: on every namespace's queue. */
+static void ssdq_kick_requeue_lists(struct ssdq_dev *dev)
+{
+	struct ssdq_ns *ns;
+
+	mutex_lock(&dev->ns_lock);
+	ssdq_for_each_ns(dev, ns)
+		blk_mq_kick_requeue_list(ns->disk->queue);
+	mutex_unlock(&dev->ns_lock);
+}
+
 /* The other way: interrupts on, the queues running, the requeued run. */
 static void ssdq_resume_io(struct ssdq_dev *dev)
 {
 	ssdq_set_irqs(dev, true);
 	ssdq_unquiesce_tagset(&dev->tag_set);
-	blk_mq_kick_requeue_list(dev->disk->queue);
+	ssdq_kick_requeue_lists(dev);
+}
+
+/* Every disk, for a controller given up on: its users see it gone. */
+static void ssdq_mark_disks_dead(struct ssdq_dev *dev)
+{
+	struct ssdq_ns *ns;
+
+	mutex_lock(&dev->ns_lock);
+	ssdq_for_each_ns(dev, ns)
+		blk_mark_disk_dead(ns->disk);
+	mutex_unlock(&dev->ns_lock);
 }
 
 /*
@@ -165,7 +187,7 @@ static void ssdq_give_up(struct ssdq_dev *dev, const char *why)
 		dev_err(&dev->pdev->dev,
 			"disabling the controller for good: %s\n", why);
 	ssdq_resume_io(dev);
-	blk_mark_disk_dead(dev->disk);
+	ssdq_mark_disks_dead(dev);
 }
 
 /*
@@ -217,7 +239,7 @@ static int ssdq_restart_locked(struct ssdq_dev *dev, ktime_t start,
 	}
 	if (!ret) {
 		ssdq_unquiesce_tagset(&dev->tag_set);
-		blk_mq_kick_requeue_list(dev->disk->queue);
+		ssdq_kick_requeue_lists(dev);
 		/* The disable forgot the event configuration and request. */
 		ssdq_aen_restart(dev);
 	} else if (pci_channel_offline(dev->pdev)) {
@@ -416,15 +438,52 @@ pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev)
 }
 
 /*
- * With the queue's freeze begun, give the requests already entered up to
+ * Shutdown and sleep freeze every namespace's queue. No scan changes the
+ * list meanwhile: shutdown stops them first (main.c), and system sleep
+ * comes after the freezable workqueue that runs them is frozen, with the
+ * tasks that could write rescan_namespaces. @owned: ended by the same task
+ * (shutdown), or by resume, perhaps in another.
+ */
+static void ssdq_freeze_disks(struct ssdq_dev *dev, bool owned)
+{
+	struct ssdq_ns *ns;
+
+	ssdq_for_each_ns(dev, ns) {
+		if (owned)
+			blk_freeze_queue_start(ns->disk->queue);
+		else
+			ssdq_freeze_start_unowned(ns->disk->queue);
+	}
+}
+
+static void ssdq_unfreeze_disks(struct ssdq_dev *dev, bool owned)
+{
+	struct ssdq_ns *ns;
+
+	ssdq_for_each_ns(dev, ns) {
+		if (owned)
+			ssdq_unfreeze_queue(ns->disk->queue);
+		else
+			ssdq_unfreeze_unowned(ns->disk->queue);
+	}
+}
+
+/*
+ * With the queues' freeze begun, give the requests already entered up to
  * io_timeout to finish, outside recovery_lock (a timeout among them may
  * need it). A dead controller or an offline link finishes nothing.
  */
-static void ssdq_let_entered_finish(struct ssdq_dev *dev,
-				    struct request_queue *q)
+static void ssdq_let_entered_finish(struct ssdq_dev *dev)
 {
-	if (!ssdq_dead(dev) && !pci_channel_offline(dev->pdev))
+	struct ssdq_ns *ns;
+
+	ssdq_for_each_ns(dev, ns) {
+		struct request_queue *q = ns->disk->queue;
+
+		if (ssdq_dead(dev) || pci_channel_offline(dev->pdev))
+			return;
 		blk_mq_freeze_queue_wait_timeout(q, q->rq_timeout);
+	}
 }
 
 /*
@@ -438,11 +497,10 @@ static void ssdq_let_entered_finish(struct ssdq_dev *dev,
  */
 void ssdq_dev_shutdown(struct ssdq_dev *dev)
 {
-	struct request_queue *q = dev->disk->queue;
 	ktime_t start = ktime_get();
 
-	blk_freeze_queue_start(q);
-	ssdq_let_entered_finish(dev, q);
+	ssdq_freeze_disks(dev, true);
+	ssdq_let_entered_finish(dev);
 	mutex_lock(&dev->recovery_lock);
 	if (dev->pci_error_stopped) {
 		/* A frozen link: no register access; its requests fail. */
@@ -454,7 +512,7 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
 		ssdq_resume_io(dev);
 	}
 	mutex_unlock(&dev->recovery_lock);
-	ssdq_unfreeze_queue(q);
+	ssdq_unfreeze_disks(dev, true);
 }
 
 /*
@@ -464,7 +522,7 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
  * down as for a shutdown, CC.SHN included (its volatile write cache reaches
  * the media), and comes back as after an FLR. As in a shutdown, the
  * requests already entered get a while to finish first; what is left is
- * taken back and requeued. The queue stays frozen until resume: nothing new
+ * taken back and requeued. The queues stay frozen until resume: nothing new
  * reaches a sleeping controller, and no timeout can fire for it. Switches
  * and counters live in memory and survive; the restart re-creates the same
  * queues, as a reset does. While it sleeps (pm_stopped) a requested reset
@@ -472,11 +530,9 @@ void ssdq_dev_shutdown(struct ssdq_dev *dev)
  */
 void ssdq_dev_suspend(struct ssdq_dev *dev)
 {
-	struct request_queue *q = dev->disk->queue;
-
 	/* Ended by ssdq_dev_resume(), perhaps in another task. */
-	ssdq_freeze_start_unowned(q);
-	ssdq_let_entered_finish(dev, q);
+	ssdq_freeze_disks(dev, false);
+	ssdq_let_entered_finish(dev);
 	mutex_lock(&dev->recovery_lock);
 	/* A frozen link's recovery restarts it (slot_reset), or gives up. */
 	if (!ssdq_dead(dev) && !dev->pci_error_stopped) {
@@ -502,7 +558,28 @@ void ssdq_dev_resume(struct ssdq_dev *dev)
 		ssdq_restart_after_pci_reset(dev, dev->pm_start, "resume");
 	}
 	mutex_unlock(&dev->recovery_lock);
-	ssdq_unfreeze_unowned(dev->disk->queue);
+	ssdq_unfreeze_disks(dev, false);
+}
+
+/*
+ * An admin command from outside recovery (a namespace scan, user
+ * passthrough), under recovery_lock as the event work's are: no reset then
+ * disables the controller under it, which would lose its answer with the
+ * rings and end its wait in an admin timeout that stops the controller
+ * again. -ENODEV while the controller is stopped (reset by the PCI core,
+ * in error recovery, asleep) or dead.
+ */
+int ssdq_admin_exec_guarded(struct ssdq_dev *dev, struct nvme_command *cmd,
+			    u32 *result)
+{
+	int ret = -ENODEV;
+
+	mutex_lock(&dev->recovery_lock);
+	if (!dev->pm_stopped && !dev->pci_reset_stopped &&
+	    !dev->pci_error_stopped)
+		ret = ssdq_admin_exec(dev, cmd, result);
+	mutex_unlock(&dev->recovery_lock);
+	return ret;
 }
 
 /*
