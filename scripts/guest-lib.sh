@@ -57,6 +57,15 @@ disk_of_pci() { # pci
 	return 1
 }
 
+# Every disk under PCI (a controller of several namespaces), in name order.
+disks_of_pci() { # pci
+	local b
+	for b in /sys/block/*; do
+		[[ $b/device -ef /sys/bus/pci/devices/$1 ]] && echo "${b##*/}"
+	done
+	return 0
+}
+
 # Only DRIVER may bind PCI from now on (a name no driver has: none).
 set_override() { # pci driver
 	echo "$2" >"/sys/bus/pci/devices/$1/driver_override"

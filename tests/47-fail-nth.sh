@@ -3,7 +3,11 @@
 # kernel's fault injection (failslab, fail_page_alloc) fails the Nth
 # allocation a task makes when N is written to its /proc/<pid>/fail-nth.
 # For a bind (probe), a sysfs reset (its work runs with the writer's
-# countdown, fault.c), an FLR (its restart's work too) and an unbind, the
+# countdown, fault.c), an FLR (its restart's work too) and an unbind, and
+# a bind and unbind of a controller of two namespaces (vm.sh --namespaces:
+# a failure at the second disk unwinds the first; the walk begins 30
+# allocations before the DUT's bind walk ended, the ones before being the
+# same), the
 # 1st, 2nd, 3rd ... allocation of the write(2) that starts it fails in
 # turn, until one attempt makes fewer allocations than N: that path has
 # been walked. By default only the allocations with ssdq.ko's code among
@@ -18,6 +22,8 @@
 #   reset, FLR   the controller is alive afterwards (or the write failed
 #           before reaching it)
 #   unbind  unbound, the disk gone
+#   the controller of two namespaces: bound with both disks (ssdq1 and
+#           ssdq1n2, the DUT being ssdq0), or unbound with neither
 # then the device binds again and does verified I/O. The debug lane's
 # checkers judge the rest: no KASAN or lockdep report, no hang, and the
 # kmemleak scan after the last test finds nothing this test allocated.
@@ -136,9 +142,9 @@ alive() { [[ $(kv_get "/sys/kernel/debug/ssdq/$DISK/recovery" dead) == 0 ]]; }
 # Walk one path: attempt n = 1, 2, ... until the countdown outlives it.
 # PREPARE puts the device in the state the path starts from, CHECK judges
 # an attempt (the write's status in $RC).
-walk() { # name file value prepare check
+walk() { # name file value prepare check [first-n]
 	local name=$1 n rc left t failed=0 t0=$SECONDS
-	for ((n = 1; n <= MAX; n++)); do
+	for ((n = ${6:-1}; n <= MAX; n++)); do
 		$4
 		t=$SECONDS
 		read -r rc left < <(nth_write "$2" "$3" "$n")
@@ -150,8 +156,9 @@ walk() { # name file value prepare check
 	done
 	((n <= MAX)) || log "$name: stopped at SSDQ_FAIL_NTH_MAX=$MAX"
 	((RC == 0)) || fail "$name: the attempt without an injected failure failed"
-	ok "$name: walked $((n - 1)) allocations, $failed of them failed the write, in $((SECONDS - t0)) s"
+	ok "$name: walked $((n - 1)) allocations (from ${6:-1}), $failed of them failed the write, in $((SECONDS - t0)) s"
 	echo "$name $((n - 1)) $failed $((SECONDS - t0))" >>"$T_DIR/walks"
+	WALKED=$((n - 1))
 }
 
 # bind: from unbound; a failed bind leaves nothing behind.
@@ -181,14 +188,61 @@ reset_prepare() {
 }
 reset_check() { alive || fail "$1: the controller is dead"; }
 
+# The controller of two namespaces, bound beside the DUT: ssdq1, ssdq1n2.
+multi_bound() { [[ -e $DRV/$PCI_MULTI ]]; }
+multi_disks() { disks_of_pci "$PCI_MULTI" | tr '\n' ' '; }
+multi_both() { [[ $(multi_disks) == "ssdq1 ssdq1n2 " ]]; }
+multi_unbound_clean() { # what
+	! multi_bound || fail "$1: still bound"
+	[[ -z $(multi_disks) ]] || fail "$1: disks are left: $(multi_disks)"
+	[[ ! -e /sys/kernel/debug/ssdq/ssdq1 ]] || fail "$1: its debugfs directory is left"
+}
+multi_unbind() {
+	echo "$PCI_MULTI" >"$DRV/unbind"
+	multi_unbound_clean "an unbind of the namespaces' controller"
+}
+multi_bind_prepare() { multi_bound && multi_unbind; return 0; }
+multi_bind_check() {
+	if ((RC == 0)); then
+		wait_for 60 "$1: both disks" multi_both
+	else
+		multi_unbound_clean "$1"
+	fi
+}
+multi_unbind_prepare() {
+	multi_bound || echo "$PCI_MULTI" >"$DRV/bind"
+	wait_for 60 "both disks of the namespaces' controller" multi_both
+}
+multi_unbind_check() {
+	if ((RC == 0)); then
+		multi_unbound_clean "$1"
+	else
+		multi_bound && multi_both || fail "$1: a failed unbind left it unbound or without its disks"
+	fi
+}
+
 dut_load
 DEPTH=${SSDQ_FAIL_NTH_DEPTH:-8}
 ((DEPTH == 0)) || focus "$DEPTH"
 : >"$T_DIR/walks"
 walk bind "$DRV/bind" "$PCI_DUT" bind_prepare bind_check
+bind_walked=$WALKED
 walk reset "/sys/block/ssdq0/recovery/reset" 1 reset_prepare reset_check
 walk flr "$PCIDEV/reset" 1 reset_prepare reset_check
 walk unbind "$DRV/unbind" "$PCI_DUT" unbind_prepare unbind_check
+# The namespaces' controller: its bind makes the DUT's allocations (walked
+# above), then those of a second namespace's disk; the walk starts 30
+# before where the DUT's ended, in the first namespace's disk.
+if [[ -e /sys/bus/pci/devices/$PCI_MULTI ]]; then
+	bind_clean
+	set_override "$PCI_MULTI" ssdq
+	first=$((bind_walked > 30 ? bind_walked - 30 : 1))
+	walk bind-namespaces "$DRV/bind" "$PCI_MULTI" multi_bind_prepare multi_bind_check "$first"
+	walk unbind-namespaces "$DRV/unbind" "$PCI_MULTI" multi_unbind_prepare multi_unbind_check
+	multi_bound && multi_unbind
+	set_override "$PCI_MULTI" none
+	unbind_clean
+fi
 restore
 trap - EXIT
 bind_clean

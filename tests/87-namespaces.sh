@@ -31,16 +31,7 @@ allow_dmesg 'failed: NVMe status 0x4002 \(Invalid Field in Command, DNR\)|operat
 dut_load
 ref_load
 
-# The disks under a PCI function, in name order.
-disks_of() { # pci
-	local b
-	for b in /sys/block/*; do
-		if [[ $b/device -ef /sys/bus/pci/devices/$1 ]]; then
-			echo "${b##*/}"
-		fi
-	done
-}
-disk_count_is() { [[ $(disks_of "$1" | wc -l) == "$2" ]]; }
+disk_count_is() { [[ $(disks_of_pci "$1" | wc -l) == "$2" ]]; }
 # nsid, size in 512-byte sectors and logical block size of a disk.
 disk_shape() { # disk
 	echo "$(cat "/sys/block/$1/nsid") $(cat "/sys/block/$1/size") $(cat "/sys/block/$1/queue/logical_block_size")"
@@ -66,7 +57,7 @@ SECTORS=$((16 * MiB / 512))
 # ---- multi: two namespaces, 512- and 4096-byte blocks
 bind_to "$PCI_MULTI" ssdq
 wait_for 60 "two disks of $PCI_MULTI" disk_count_is "$PCI_MULTI" 2
-mapfile -t disks < <(disks_of "$PCI_MULTI")
+mapfile -t disks < <(disks_of_pci "$PCI_MULTI")
 prim=${disks[0]}
 [[ $prim =~ ^ssdq[0-9]+$ && ${disks[1]} == "${prim}n2" ]] ||
 	fail "multi's disks are ${disks[*]}, not ssdqN and ssdqNn2"
@@ -108,7 +99,7 @@ rescan=/sys/bus/pci/devices/$PCI_MULTI/rescan_namespaces
 scans=$(kv_get "$DBG/namespaces" scans)
 echo 1 >"$rescan"
 assert_eq "scans after rescan_namespaces" "$(kv_get "$DBG/namespaces" scans)" $((scans + 1))
-assert_eq "disks after the rescan" "$(disks_of "$PCI_MULTI" | tr '\n' ' ')" "$prim ${prim}n2 "
+assert_eq "disks after the rescan" "$(disks_of_pci "$PCI_MULTI" | tr '\n' ' ')" "$prim ${prim}n2 "
 kmsg_mark bad-rescan
 if echo 2 >"$rescan" 2>/dev/null; then fail "rescan_namespaces took 2"; fi
 assert_eq "lines for the bad rescan" "$(dmesg_since bad-rescan | grep -c 'rescan_namespaces takes 1' || true)" 1
@@ -165,8 +156,17 @@ assert_eq "namespaces added, removed (debugfs)" \
 dev_cmp "/dev/$prim" $MiB $MiB "$pa" "namespace 1 after the detach"
 dev_cmp "/dev/${prim}n2" $MiB $MiB "$pb" "namespace 2 after the detach"
 assert_eq "rescans that failed" "$(kv_get "$DBG/namespaces" scan_failures)" 0
+
+# ---- unbound under an opener: its ioctls find the controller gone (the
+# debug lane's KASAN watches them), the disk's last close frees the rest.
+exec {held}<"/dev/$prim"
 unbind "$PCI_MULTI"
 wait_for 30 "multi's disks gone" disk_count_is "$PCI_MULTI" 0
+python3 "$(dirname "$0")/nvme-ioctl.py" "fd:$held" r 0 id identify-ctrl read >"$T_DIR/held.txt" 2>&1 ||
+	fail "ioctls on a held disk of an unbound controller: $(cat "$T_DIR/held.txt")"
+exec {held}<&-
+assert_eq "ioctls of an unbound controller's held disk" "$(tr '\n' ',' <"$T_DIR/held.txt")" \
+	"id ok 0x0 1,identify-ctrl errno ENODEV,read errno ENODEV,"
 
 # ---- ns2only: nvme first, then ssdq
 bind_to "$PCI_NS2ONLY" nvme

@@ -336,8 +336,10 @@ static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
 /* A block device's open mode: blk_mode_t since 6.5, fmode_t before. */
 #ifdef SSDQ_HAVE_BLK_MODE_T
 #define ssdq_blk_mode_t	blk_mode_t
+#define SSDQ_OPEN_WRITE	BLK_OPEN_WRITE
 #else
 #define ssdq_blk_mode_t	fmode_t
+#define SSDQ_OPEN_WRITE	FMODE_WRITE
 #endif
 
 #endif /* _SSDQ_COMPAT_H */

@@ -37,6 +37,7 @@
 #include <linux/dmapool.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_poll.h>
+#include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/nvme.h>
@@ -335,6 +336,7 @@ struct ssdq_queue {
 struct ssdq_iod {
 	struct nvme_command cmd;
 	u16 nvme_status;		/* SCT/SC of the CQE, 0 on success */
+	u32 result;			/* passthrough: the CQE's dword 0 */
 	bool mapped;			/* data is DMA-mapped */
 	bool aborted;			/* an Abort was sent for it */
 	bool escalated;			/* its timeout asked for a reset */
@@ -354,6 +356,11 @@ struct ssdq_iod {
 };
 
 struct ssdq_dev {
+	/*
+	 * The probe's, and one per namespace whose disk was added: an opener
+	 * of a disk may call its ioctls after removal (disk.c).
+	 */
+	struct kref ref;
 	struct pci_dev *pdev;
 	void __iomem *bar;
 	resource_size_t bar_len;
@@ -456,6 +463,8 @@ struct ssdq_dev {
 	/* ioctl.c: admin commands from user space, until removal stops them. */
 	struct rw_semaphore passthru_rwsem;
 	bool passthru_stopped;
+	u8 lpa;				/* Identify's Log Page Attributes */
+	u32 io_effects[256];		/* I/O opcodes' effects, for the rule */
 	struct hlist_node cpuhp_node;	/* irq.c: CPUs going offline */
 	bool watching_cpus;
 };
@@ -475,6 +484,7 @@ struct ssdq_ns {
 	sector_t capacity;		/* in 512-byte sectors */
 	struct ssdq_ns_ids ids;
 	u64 scan_gen;			/* the last scan that found it */
+	bool added;			/* its disk was: freed by ->free_disk */
 };
 
 #define ssdq_for_each_ns(dev, ns) \
@@ -809,6 +819,7 @@ void ssdq_complete_rq(struct request *req);
 
 /* ioctl.c */
 void ssdq_ioctl_init(struct ssdq_dev *dev);
+void ssdq_ioctl_read_effects(struct ssdq_dev *dev);
 void ssdq_ioctl_stop(struct ssdq_dev *dev);
 int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,
 	       unsigned int cmd, unsigned long arg);
@@ -820,6 +831,7 @@ void ssdq_tag_set_free(struct ssdq_dev *dev);
 int ssdq_disk_alloc(struct ssdq_ns *ns, const char *name);
 int ssdq_disk_register(struct ssdq_ns *ns);
 void ssdq_disk_del(struct ssdq_ns *ns);
+void ssdq_dev_put(struct ssdq_dev *dev);
 
 /* ns.c */
 void ssdq_ns_init(struct ssdq_dev *dev);

@@ -434,6 +434,7 @@ static int ssdq_parse_id_ctrl(struct ssdq_dev *dev, struct nvme_id_ctrl *id)
 		return -ENODEV;
 	}
 	dev->nn = le32_to_cpu(id->nn);
+	dev->lpa = id->lpa;
 	dev->oacs = le16_to_cpu(id->oacs);
 	dev->oaes = le32_to_cpu(id->oaes);
 	dev->oncs = le16_to_cpu(id->oncs);

@@ -53,11 +53,39 @@ static const struct blk_mq_ops ssdq_mq_ops = {
 	.map_queues	= ssdq_map_queues,
 };
 
-/* nvme's ioctls, the part ioctl.c has. */
+/*
+ * The device structure outlives removal while a disk of it is held open:
+ * its ioctls may still be called (they find the controller stopped).
+ */
+static void ssdq_dev_release(struct kref *ref)
+{
+	struct ssdq_dev *dev = container_of(ref, struct ssdq_dev, ref);
+
+	pci_dev_put(dev->pdev);
+	kfree(dev);
+}
+
+void ssdq_dev_put(struct ssdq_dev *dev)
+{
+	kref_put(&dev->ref, ssdq_dev_release);
+}
+
+/* The last reference to an added disk: its namespace goes with it. */
+static void ssdq_free_disk(struct gendisk *disk)
+{
+	struct ssdq_ns *ns = disk->private_data;
+	struct ssdq_dev *dev = ns->dev;
+
+	kfree(ns);
+	ssdq_dev_put(dev);
+}
+
+/* nvme's ioctls (ioctl.c). */
 static const struct block_device_operations ssdq_fops = {
 	.owner		= THIS_MODULE,
 	.ioctl		= ssdq_ioctl,
 	.compat_ioctl	= blkdev_compat_ptr_ioctl,
+	.free_disk	= ssdq_free_disk,
 };
 
 /*
@@ -211,8 +239,14 @@ int ssdq_disk_alloc(struct ssdq_ns *ns, const char *name)
 /* Show it: udev's add event, the partition scan (whose I/O may time out). */
 int ssdq_disk_register(struct ssdq_ns *ns)
 {
-	return device_add_disk(&ns->dev->pdev->dev, ns->disk,
-			       ssdq_disk_groups);
+	int ret;
+
+	ret = device_add_disk(&ns->dev->pdev->dev, ns->disk, ssdq_disk_groups);
+	if (!ret) {
+		ns->added = true;
+		kref_get(&ns->dev->ref);
+	}
+	return ret;
 }
 
 /*

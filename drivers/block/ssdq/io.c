@@ -4,7 +4,8 @@
  * happens.
  *
  *   submit    ssdq_setup_cmd() turns the request into an NVMe command
- *             (read/write with PRPs, flush, discard, write zeroes);
+ *             (read/write with PRPs, flush, discard, write zeroes; a
+ *             passthrough command from ioctl.c comes built);
  *             ssdq_queue_rq() and ssdq_queue_rqs() copy commands into the
  *             hardware queue's SQ, and plugging (plug.c) says when to ring
  *             its doorbell (queue.c).
@@ -227,6 +228,20 @@ static void ssdq_unmap_data(struct ssdq_dev *dev, struct request *req)
 	iod->mapped = false;
 }
 
+/*
+ * A passthrough command (ioctl.c) comes built, in the PDU: only its data
+ * pointer is ssdq's to fill, on each issue (a reset may run it again).
+ */
+static blk_status_t ssdq_setup_passthru(struct ssdq_dev *dev,
+					struct request *req,
+					struct nvme_command *cmd)
+{
+	memset(&cmd->common.dptr, 0, sizeof(cmd->common.dptr));
+	if (!blk_rq_nr_phys_segments(req))
+		return BLK_STS_OK;
+	return ssdq_map_data(dev, req, cmd);
+}
+
 static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 {
 	struct ssdq_ns *ns = req->q->queuedata;
@@ -234,7 +249,8 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	struct nvme_command *cmd = &iod->cmd;
 	blk_status_t sts = BLK_STS_OK;
 
-	memset(cmd, 0, sizeof(*cmd));
+	if (!blk_rq_is_passthrough(req))
+		memset(cmd, 0, sizeof(*cmd));
 	iod->nvme_status = 0;
 	iod->mapped = false;
 	iod->aborted = false;
@@ -257,6 +273,10 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 		break;
 	case REQ_OP_WRITE_ZEROES:
 		ssdq_setup_write_zeroes(ns, req, cmd);
+		break;
+	case REQ_OP_DRV_IN:
+	case REQ_OP_DRV_OUT:
+		sts = ssdq_setup_passthru(dev, req, cmd);
 		break;
 	default:
 		return BLK_STS_NOTSUPP;
@@ -411,6 +431,9 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 	}
 	iod = ssdq_iod(req);
 	iod->nvme_status = le16_to_cpu(cqe->status) >> 1;
+	/* Passthrough hands dword 0 of the answer to user space. */
+	if (unlikely(blk_rq_is_passthrough(req)))
+		iod->result = le32_to_cpu(cqe->result.u32);
 	trace_ssdq_cqe(q, cid, iod->nvme_status);
 	/* The block layer's fail_io_timeout: pretend the CQE never came. */
 	if (blk_should_fake_timeout(req->q))

@@ -35,6 +35,7 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	dev = kzalloc_node(sizeof(*dev), GFP_KERNEL, node);
 	if (!dev)
 		return NULL;
+	kref_init(&dev->ref);
 	dev->queues = kcalloc_node(nr_queues, sizeof(*dev->queues), GFP_KERNEL,
 				   node);
 	if (!dev->queues)
@@ -52,7 +53,7 @@ static struct ssdq_dev *ssdq_alloc_dev(struct pci_dev *pdev,
 	ssdq_fault_init(dev);
 	ssdq_ns_init(dev);
 	ssdq_ioctl_init(dev);
-	dev->pdev = pdev;
+	dev->pdev = pci_dev_get(pdev);
 	mutex_init(&dev->admin_lock);
 	init_completion(&dev->admin_done);
 	return dev;
@@ -66,6 +67,7 @@ free_dev:
 	return NULL;
 }
 
+/* The structure itself goes with the last disk an opener holds (disk.c). */
 static void ssdq_free_dev(struct ssdq_dev *dev)
 {
 	ssdq_steer_free(dev);
@@ -74,7 +76,8 @@ static void ssdq_free_dev(struct ssdq_dev *dev)
 	mutex_destroy(&dev->admin_lock);
 	mutex_destroy(&dev->ns_lock);
 	kfree(dev->queues);
-	kfree(dev);
+	dev->queues = NULL;
+	ssdq_dev_put(dev);
 }
 
 static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -105,6 +108,7 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ssdq_ctrl_identify(dev);
 	if (ret)
 		goto teardown;
+	ssdq_ioctl_read_effects(dev);
 	ret = ssdq_ctrl_setup_io_queues(dev, wanted, polled, ssdq_io_reap);
 	if (ret)
 		goto teardown;

@@ -170,13 +170,20 @@ static void ssdq_ns_link(struct ssdq_dev *dev, struct ssdq_ns *ns)
 	mutex_unlock(&dev->ns_lock);
 }
 
+/*
+ * Off the list, and the disk dropped: an added one frees the namespace
+ * when its last opener closes it (disk.c's ->free_disk).
+ */
 static void ssdq_ns_unlink_free(struct ssdq_dev *dev, struct ssdq_ns *ns)
 {
 	mutex_lock(&dev->ns_lock);
 	list_del(&ns->entry);
 	mutex_unlock(&dev->ns_lock);
-	if (ns->disk)
+	if (ns->added) {
 		put_disk(ns->disk);
+		return;
+	}
+	put_disk(ns->disk);
 	kfree(ns);
 }
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+# nvme's passthrough ioctls (<linux/nvme_ioctl.h>) on a block device, one
+# line per case: "<case> ok <NVMe status, hex> <result>" when the ioctl
+# returned, "<case> errno <NAME>" when it failed. Used by 89-passthru to
+# ask ssdq's disk and nvme's the same questions, as root or not.
+#
+#   nvme-ioctl.py DEV r|rw SLBA CASE...
+#
+# The file is opened read-only (r) or read-write (rw), or DEV is fd:N, a
+# descriptor the caller holds open (of a disk that may be gone by now: its
+# blocks then count as 512 bytes); SLBA is where the
+# writing cases write (one 4 KiB block of zeroes, or a deallocate). Cases:
+# id, identify-ctrl, smart-log, read, write, dsm, flush, vendor, and the
+# bad ones: other-nsid, metadata, big-admin, owned-admin.
+import ctypes
+import errno
+import fcntl
+import os
+import struct
+import sys
+
+# _IOWR('N', nr, struct nvme_passthru_cmd): 72 bytes.
+FMT = "<BBHIIIQQIIIIIIIIII"
+SIZE = struct.calcsize(FMT)
+assert SIZE == 72
+IOWR = lambda nr: (3 << 30) | (SIZE << 16) | (ord("N") << 8) | nr
+NVME_IOCTL_ID = (ord("N") << 8) | 0x40
+NVME_IOCTL_ADMIN_CMD = IOWR(0x41)
+NVME_IOCTL_IO_CMD = IOWR(0x43)
+
+
+def passthru(fd, req, opcode, nsid=0, cdw10=0, cdw11=0, cdw12=0,
+             length=0, buf=None, metadata=0, metadata_len=0):
+    addr = ctypes.addressof(buf) if buf is not None else 0
+    cmd = bytearray(struct.pack(FMT, opcode, 0, 0, nsid, 0, 0, metadata,
+                                addr, metadata_len, length, cdw10, cdw11,
+                                cdw12, 0, 0, 0, 0, 0))
+    status = fcntl.ioctl(fd, req, cmd, True)
+    return status, struct.unpack(FMT, cmd)[-1]
+
+
+def main():
+    dev, mode, slba = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if dev.startswith("fd:"):
+        fd, lbs = int(dev[3:]), 512
+    else:
+        fd = os.open(dev, os.O_RDWR if mode == "rw" else os.O_RDONLY)
+        lbs = int(open("/sys/class/block/%s/queue/logical_block_size"
+                       % os.path.basename(dev)).read())
+    nsid = fcntl.ioctl(fd, NVME_IOCTL_ID)
+    page = ctypes.create_string_buffer(8192)
+    nlb = 4096 // lbs
+    io, admin = NVME_IOCTL_IO_CMD, NVME_IOCTL_ADMIN_CMD
+    cases = {
+        "id": None,
+        "identify-ctrl": (admin, 0x06, dict(cdw10=1, length=4096)),
+        "smart-log": (admin, 0x02, dict(nsid=0xFFFFFFFF,
+                                        cdw10=(127 << 16) | 0x02,
+                                        length=512)),
+        "read": (io, 0x02, dict(nsid=nsid, cdw10=slba, cdw12=nlb - 1,
+                                length=4096)),
+        "write": (io, 0x01, dict(nsid=nsid, cdw10=slba, cdw12=nlb - 1,
+                                 length=4096)),
+        # One range (16 bytes: attributes, blocks, start), deallocate.
+        "dsm": (io, 0x09, dict(nsid=nsid, cdw10=0, cdw11=4, length=16)),
+        "flush": (io, 0x00, dict(nsid=nsid)),
+        "vendor": (io, 0x80, dict(nsid=nsid)),
+        "other-nsid": (io, 0x02, dict(nsid=nsid + 1, cdw10=slba,
+                                      cdw12=nlb - 1, length=4096)),
+        "metadata": (io, 0x02, dict(nsid=nsid, cdw10=slba, cdw12=nlb - 1,
+                                    length=4096, metadata=1,
+                                    metadata_len=8)),
+        "big-admin": (admin, 0x06, dict(cdw10=1, length=8192)),
+        "owned-admin": (admin, 0x05, dict()),
+    }
+    for name in sys.argv[4:]:
+        ctypes.memset(page, 0, len(page))
+        if name == "dsm":
+            struct.pack_into("<IIQ", page, 0, 0, nlb, slba)
+        try:
+            if name == "id":
+                print("id ok 0x0 %d" % fcntl.ioctl(fd, NVME_IOCTL_ID))
+                continue
+            req, opcode, kw = cases[name]
+            status, result = passthru(fd, req, opcode, buf=page, **kw)
+            print("%s ok %#x %d" % (name, status, result))
+        except OSError as e:
+            print("%s errno %s" % (name, errno.errorcode[e.errno]))
+    sys.stdout.flush()
+
+
+main()
