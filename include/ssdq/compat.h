@@ -342,4 +342,16 @@ static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
 #define SSDQ_OPEN_WRITE	FMODE_WRITE
 #endif
 
+/*
+ * nvme lets openers without CAP_SYS_ADMIN send some passthrough commands
+ * since 6.2 (nvme_cmd_allowed()); 6.1's lets none. No header says which,
+ * so ssdq keys it to blk_mode_t (6.5): stricter than nvme on 6.2-6.4,
+ * never looser.
+ */
+#ifdef SSDQ_HAVE_BLK_MODE_T
+#define SSDQ_UNPRIVILEGED_PASSTHRU	1
+#else
+#define SSDQ_UNPRIVILEGED_PASSTHRU	0
+#endif
+
 #endif /* _SSDQ_COMPAT_H */

@@ -144,8 +144,11 @@ static bool ssdq_cmd_allowed(struct ssdq_dev *dev, struct block_device *bdev,
 			     ssdq_blk_mode_t mode, const struct nvme_command *c,
 			     bool io)
 {
-	/* A partition's opener must not reach the rest of the namespace. */
-	if (bdev_is_partition(bdev))
+	/*
+	 * A partition's opener must not reach the rest of the namespace; on
+	 * a kernel whose nvme lets no one else, ssdq does not either.
+	 */
+	if (!SSDQ_UNPRIVILEGED_PASSTHRU || bdev_is_partition(bdev))
 		goto admin;
 	if (io ? ssdq_io_cmd_unprivileged(dev, c, mode & SSDQ_OPEN_WRITE) :
 		 ssdq_admin_cmd_unprivileged(c))
