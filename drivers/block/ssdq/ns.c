@@ -176,15 +176,15 @@ static void ssdq_ns_link(struct ssdq_dev *dev, struct ssdq_ns *ns)
  */
 static void ssdq_ns_unlink_free(struct ssdq_dev *dev, struct ssdq_ns *ns)
 {
+	bool added = ns->added;
+
 	mutex_lock(&dev->ns_lock);
 	list_del(&ns->entry);
 	mutex_unlock(&dev->ns_lock);
-	if (ns->added) {
-		put_disk(ns->disk);
-		return;
-	}
+	/* Read before: the put may free an added namespace. */
 	put_disk(ns->disk);
-	kfree(ns);
+	if (!added)
+		kfree(ns);
 }
 
 /* A namespace gone, or changed beyond a resize: its disk goes. */
