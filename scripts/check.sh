@@ -74,7 +74,7 @@ esac
 # ->queue_rqs with its batches, partial when tags run out, ->poll on a
 # polled queue, freeze/quiesce and ->timeout), and namespaces (disks added
 # and removed on one tag set, at run time, and ioctls).
-REACH_TESTS="load integrity qdepth recovery namespaces"
+REACH_TESTS="load integrity qdepth recovery namespaces passthru chardev"
 # The tests that run again on a namespace of 4096-byte LBAs (prod lane):
 # those whose I/O sizes and limits follow the block size.
 LBS4K_TESTS="load integrity flush-discard"
@@ -550,6 +550,15 @@ if fio_dir=$("$SSDQ_REPO/scripts/test-fio.sh" 2>"$out/test-fio.log"); then
 	export SSDQ_FIO_DIR=$fio_dir
 else
 	result FAIL test-fio "$(grep -m1 '^error' "$out/test-fio.log" || echo "see build/check/test-fio.log")"
+fi
+# The tests' io_uring passthrough tool (tests/uring-pt.c, 92-chardev),
+# built on the host with Debian's liburing; the guest runs it from there.
+if gcc -O2 -Wall -Werror -o "$out/uring-pt" "$SSDQ_REPO/tests/uring-pt.c" -luring \
+	>"$out/uring-pt.log" 2>&1; then
+	result PASS uring-pt
+	export SSDQ_URING_PT=$out/uring-pt
+else
+	result FAIL uring-pt "$(head -n 1 "$out/uring-pt.log")"
 fi
 if [[ $lane == kernel ]]; then
 	mapfile -t tests < <(all_tests prod)

@@ -12,6 +12,7 @@ pkgs=(
 	sparse shellcheck
 	qemu-system-x86 busybox-static
 	fio nvme-cli
+	liburing-dev # 92-chardev's io_uring passthrough tool (tests/uring-pt.c)
 	dmsetup # 82-lifecycle: dm-multipath over the disk (REQ_FAILFAST_*)
 	xfsprogs e2fsprogs # 45-filesystem: mkfs, fsck, xfs_repair
 	fdisk udev # 12-identity: sfdisk; systemd-udevd with scripts/60-ssdq.rules

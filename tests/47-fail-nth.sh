@@ -5,7 +5,7 @@
 # For a bind (probe), a sysfs reset (its work runs with the writer's
 # countdown, fault.c), an FLR (its restart's work too) and an unbind, and
 # a bind and unbind of a controller of two namespaces (vm.sh --namespaces:
-# a failure at the second disk unwinds the first; the walk begins 30
+# a failure at the second disk unwinds the first; the walk begins 20
 # allocations before the DUT's bind walk ended, the ones before being the
 # same), the
 # 1st, 2nd, 3rd ... allocation of the write(2) that starts it fails in
@@ -231,12 +231,13 @@ walk reset "/sys/block/ssdq0/recovery/reset" 1 reset_prepare reset_check
 walk flr "$PCIDEV/reset" 1 reset_prepare reset_check
 walk unbind "$DRV/unbind" "$PCI_DUT" unbind_prepare unbind_check
 # The namespaces' controller: its bind makes the DUT's allocations (walked
-# above), then those of a second namespace's disk; the walk starts 30
-# before where the DUT's ended, in the first namespace's disk.
+# above), then those of a second namespace's disk and generic device; the
+# walk starts 20 before where the DUT's ended (after which its controller
+# char device and rescan file came), in the first namespace's.
 if [[ -e /sys/bus/pci/devices/$PCI_MULTI ]]; then
 	bind_clean
 	set_override "$PCI_MULTI" ssdq
-	first=$((bind_walked > 30 ? bind_walked - 30 : 1))
+	first=$((bind_walked > 20 ? bind_walked - 20 : 1))
 	walk bind-namespaces "$DRV/bind" "$PCI_MULTI" multi_bind_prepare multi_bind_check "$first"
 	walk unbind-namespaces "$DRV/unbind" "$PCI_MULTI" multi_unbind_prepare multi_unbind_check
 	multi_bound && multi_unbind

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 # nvme's passthrough ioctls (<linux/nvme_ioctl.h>) on a block device, one
 # line per case: "<case> ok <NVMe status, hex> <result>" when the ioctl
-# returned, "<case> errno <NAME>" when it failed. Used by 89-passthru to
-# ask ssdq's disk and nvme's the same questions, as root or not.
+# returned, "<case> errno <NAME>" when it failed. Used by 89-passthru and
+# 92-chardev to ask ssdq's devices and nvme's the same questions, as root
+# or not.
 #
 #   nvme-ioctl.py DEV r|rw SLBA CASE...
 #
-# The file is opened read-only (r) or read-write (rw), or DEV is fd:N, a
+# DEV is a disk, or a char device (its blocks then LBS bytes, from the
+# environment; 512 without). The file is opened read-only (r) or read-write
+# (rw), or DEV is fd:N, a
 # descriptor the caller holds open (of a disk that may be gone by now: its
 # blocks then count as 512 bytes); SLBA is where the
 # writing cases write (one 4 KiB block of zeroes, or a deallocate). Cases:
@@ -45,9 +48,16 @@ def main():
         fd, lbs = int(dev[3:]), 512
     else:
         fd = os.open(dev, os.O_RDWR if mode == "rw" else os.O_RDONLY)
-        lbs = int(open("/sys/class/block/%s/queue/logical_block_size"
-                       % os.path.basename(dev)).read())
-    nsid = fcntl.ioctl(fd, NVME_IOCTL_ID)
+        sysfs = ("/sys/class/block/%s/queue/logical_block_size"
+                 % os.path.basename(dev))
+        if os.path.exists(sysfs):
+            lbs = int(open(sysfs).read())
+        else:
+            lbs = int(os.environ.get("LBS", "512"))
+    try:
+        nsid = fcntl.ioctl(fd, NVME_IOCTL_ID)
+    except OSError:  # a controller's device: admin cases only
+        nsid = 0
     page = ctypes.create_string_buffer(8192)
     nlb = 4096 // lbs
     io, admin = NVME_IOCTL_IO_CMD, NVME_IOCTL_ADMIN_CMD

@@ -354,4 +354,114 @@ static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
 #define SSDQ_UNPRIVILEGED_PASSTHRU	0
 #endif
 
+/*
+ * A disk gone for good: 6.12's blk_mark_disk_dead() marks its queue dying,
+ * 6.1's only freezes it, and there a passthrough request's allocation
+ * (blk_queue_enter(), which bios skip by the disk's GD_DEAD) waits for the
+ * queue until del_gendisk(), which a given-up controller never reaches by
+ * itself: an io_uring worker stuck there keeps its process from exiting.
+ * So ssdq marks the queue dying first, as 6.12 does; no header tells.
+ */
+static inline void ssdq_mark_disk_dead(struct gendisk *disk)
+{
+	blk_queue_flag_set(QUEUE_FLAG_DYING, disk->queue);
+	blk_mark_disk_dead(disk);
+}
+
+/* ---- io_uring passthrough (uring.c) */
+
+/* Its own header since 6.6 (linux/io_uring/cmd.h), io_uring.h's before. */
+#ifdef SSDQ_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+/*
+ * The command in the 128-byte SQE: a pointer of its own before 6.6, read
+ * through the SQE since, by type since 6.16.
+ */
+static inline const struct nvme_uring_cmd *
+ssdq_uring_cmd_of(struct io_uring_cmd *ioucmd)
+{
+#if defined(SSDQ_HAVE_SQE128_CMD)
+	return io_uring_sqe128_cmd(ioucmd->sqe, struct nvme_uring_cmd);
+#elif defined(SSDQ_HAVE_IO_URING_CMD_H)
+	return io_uring_sqe_cmd(ioucmd->sqe);
+#else
+	return ioucmd->cmd;
+#endif
+}
+
+/* The second result (dword 0) goes to a 32-byte CQE: said since 6.18. */
+static inline void ssdq_uring_cmd_done(struct io_uring_cmd *ioucmd, int ret,
+				       u64 res2, unsigned int issue_flags)
+{
+#ifdef SSDQ_HAVE_CMD_DONE32
+	io_uring_cmd_done32(ioucmd, ret, res2, issue_flags);
+#else
+	io_uring_cmd_done(ioucmd, ret, res2, issue_flags);
+#endif
+}
+
+/*
+ * A completion moved to the submitter's task: SSDQ_URING_TASK_CB(fn) makes
+ * fn##_tw, a task-work callback of the kernel's kind (a struct io_tw_req
+ * since 6.18) that calls fn(ioucmd, issue_flags). Lazily woken since 6.5.
+ */
+#ifdef SSDQ_HAVE_IO_TW_REQ
+#define SSDQ_URING_TASK_CB(fn)						\
+static void fn##_tw(struct io_tw_req tw_req, io_tw_token_t tw)		\
+{									\
+	fn(io_uring_cmd_from_tw(tw_req),				\
+	   IO_URING_CMD_TASK_WORK_ISSUE_FLAGS);				\
+}
+#else
+#define SSDQ_URING_TASK_CB(fn)						\
+static void fn##_tw(struct io_uring_cmd *ioucmd, unsigned int issue_flags) \
+{									\
+	fn(ioucmd, issue_flags);					\
+}
+#endif
+
+#ifdef SSDQ_HAVE_DO_IN_TASK_LAZY
+#define ssdq_uring_cmd_in_task(ioucmd, cb) \
+	io_uring_cmd_do_in_task_lazy(ioucmd, cb)
+#else
+#define ssdq_uring_cmd_in_task(ioucmd, cb) \
+	io_uring_cmd_complete_in_task(ioucmd, cb)
+#endif
+
+/* A registered (fixed) buffer: told the issue's flags since 6.15. */
+static inline int ssdq_uring_import_fixed(u64 ubuf, unsigned long len, int rw,
+					  struct iov_iter *iter,
+					  struct io_uring_cmd *ioucmd,
+					  unsigned int issue_flags)
+{
+#ifdef SSDQ_HAVE_IMPORT_FIXED_5
+	return io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd);
+#else
+	return io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd,
+					 issue_flags);
+#endif
+}
+
+/* A request's end_io: told the completion batch too since 6.15. */
+#ifdef SSDQ_HAVE_END_IO_2
+#define SSDQ_END_IO_PARAMS	struct request *req, blk_status_t err
+#else
+#define SSDQ_END_IO_PARAMS	struct request *req, blk_status_t err,	\
+				const struct io_comp_batch *iob
+#endif
+
+/*
+ * Polling for one request (blk_rq_poll(), 6.6): without it, no
+ * ->uring_cmd_iopoll, and io_uring turns IOPOLL rings away (EOPNOTSUPP).
+ */
+#ifdef SSDQ_HAVE_BLK_RQ_POLL
+#define SSDQ_URING_IOPOLL	1
+#else
+#define SSDQ_URING_IOPOLL	0
+#endif
+
 #endif /* _SSDQ_COMPAT_H */

@@ -21,9 +21,12 @@
  *                shadow doorbell buffer, creating and deleting I/O queues
  *   recovery.c - timeouts, resets, retries: taking requests back
  *   io.c       - the I/O path: a request from ->queue_rq to its end
- *   ioctl.c    - nvme's ioctls on a disk: its nsid, admin passthrough
+ *   ioctl.c    - nvme's ioctls: a namespace's and the controller's, the
+ *                passthrough rule and request
+ *   uring.c    - io_uring passthrough: nvme's uring commands
  *   disk.c     - blk-mq glue: the ops, tag set, queue maps, limits, and a
  *                namespace's gendisk
+ *   chrdev.c   - char devices: the controller's, each namespace's generic
  *   ns.c       - namespaces: the active list, one disk each, rescans
  *   main.c     - the PCI driver and module init/exit
  */
@@ -31,6 +34,7 @@
 #define _SSDQ_H
 
 #include <linux/blk-mq.h>
+#include <linux/cdev.h>
 #include <linux/completion.h>
 #include <linux/llist.h>
 #include <linux/workqueue.h>
@@ -41,6 +45,7 @@
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/nvme.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/pci.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
@@ -48,6 +53,7 @@
 
 #include <ssdq/compat.h>
 
+struct io_uring_cmd;
 struct seq_file;
 
 /* ssdq always runs the controller with 4 KiB memory pages (CC.MPS = 0). */
@@ -375,6 +381,7 @@ struct ssdq_dev {
 #define SSDQ_ABORT_REFUSED 2		/* the last Abort: "not aborted", failed */
 	struct mutex recovery_lock;	/* timeouts, resets: one at a time */
 	struct work_struct reset_work;	/* a reset asked for through sysfs */
+	const char *reset_why;		/* ... by whom: sysfs, ioctl */
 	int reset_result;		/* ... and how it went */
 	struct work_struct escalate_work; /* a reset for a timeout */
 	bool escalation_pending;	/* ... asked for, not yet done */
@@ -465,6 +472,8 @@ struct ssdq_dev {
 	bool passthru_stopped;
 	u8 lpa;				/* Identify's Log Page Attributes */
 	u32 io_effects[256];		/* I/O opcodes' effects, for the rule */
+	struct device ctrl_device;	/* chrdev.c: /dev/ssdqcN */
+	struct cdev ctrl_cdev;
 	struct hlist_node cpuhp_node;	/* irq.c: CPUs going offline */
 	bool watching_cpus;
 };
@@ -485,6 +494,9 @@ struct ssdq_ns {
 	struct ssdq_ns_ids ids;
 	u64 scan_gen;			/* the last scan that found it */
 	bool added;			/* its disk was: freed by ->free_disk */
+	bool cdev_added;		/* chrdev.c: /dev/ssdqgNnM ... */
+	struct device cdev_device;	/* ... holding the disk while open */
+	struct cdev cdev;
 };
 
 #define ssdq_for_each_ns(dev, ns) \
@@ -806,6 +818,7 @@ pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
 pci_ers_result_t ssdq_pci_slot_reset(struct ssdq_dev *dev);
 int ssdq_admin_exec_guarded(struct ssdq_dev *dev, struct nvme_command *cmd,
 			    u32 *result);
+int ssdq_reset_request(struct ssdq_dev *dev, const char *why);
 void ssdq_recovery_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_recovery_attr_group;
 
@@ -821,8 +834,38 @@ void ssdq_complete_rq(struct request *req);
 void ssdq_ioctl_init(struct ssdq_dev *dev);
 void ssdq_ioctl_read_effects(struct ssdq_dev *dev);
 void ssdq_ioctl_stop(struct ssdq_dev *dev);
+bool ssdq_passthru_allowed(struct ssdq_dev *dev, bool partition, bool writer,
+			   const struct nvme_command *c, bool io);
+int ssdq_passthru_check(struct ssdq_dev *dev,
+			const struct nvme_passthru_cmd64 *uc, bool io, bool vec,
+			u32 nsid);
+void ssdq_passthru_build(struct nvme_command *c,
+			 const struct nvme_passthru_cmd64 *uc);
+int ssdq_passthru_admin(struct ssdq_dev *dev, struct nvme_command *c,
+			u64 addr, u32 len, u64 *result);
+struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
+				       const struct nvme_command *c,
+				       blk_opf_t flags,
+				       blk_mq_req_flags_t blk_flags,
+				       u32 timeout_ms);
+int ssdq_passthru_rq_map(struct request *req, u64 addr, u32 len, bool vec,
+			 struct iov_iter *iter);
+int ssdq_passthru_rq_status(struct request *req, blk_status_t sts);
+int ssdq_passthru_check_len(struct ssdq_ns *ns, const struct nvme_command *c,
+			    unsigned int bytes);
+int ssdq_ns_ioctl(struct ssdq_ns *ns, bool partition, bool writer,
+		  unsigned int cmd, void __user *argp);
 int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,
 	       unsigned int cmd, unsigned long arg);
+int ssdq_ctrl_ioctl(struct ssdq_dev *dev, unsigned int cmd, void __user *argp);
+
+/* uring.c */
+int ssdq_uring_ns_cmd(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
+		      unsigned int issue_flags);
+int ssdq_uring_ctrl_cmd(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
+			unsigned int issue_flags);
+int ssdq_uring_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
+		      unsigned int poll_flags);
 
 /* disk.c */
 extern struct dentry *ssdq_debugfs_root;
@@ -832,6 +875,14 @@ int ssdq_disk_alloc(struct ssdq_ns *ns, const char *name);
 int ssdq_disk_register(struct ssdq_ns *ns);
 void ssdq_disk_del(struct ssdq_ns *ns);
 void ssdq_dev_put(struct ssdq_dev *dev);
+
+/* chrdev.c */
+int __init ssdq_chrdev_init(void);
+void ssdq_chrdev_exit(void);
+int ssdq_chrdev_ctrl_add(struct ssdq_dev *dev);
+void ssdq_chrdev_ctrl_del(struct ssdq_dev *dev);
+int ssdq_chrdev_ns_add(struct ssdq_ns *ns);
+void ssdq_chrdev_ns_del(struct ssdq_ns *ns);
 
 /* ns.c */
 void ssdq_ns_init(struct ssdq_dev *dev);

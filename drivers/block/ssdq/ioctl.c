@@ -139,18 +139,20 @@ static bool ssdq_io_cmd_unprivileged(struct ssdq_dev *dev,
 	return true;
 }
 
-/* nvme_cmd_allowed(): @io, an I/O command (else admin). */
-static bool ssdq_cmd_allowed(struct ssdq_dev *dev, struct block_device *bdev,
-			     ssdq_blk_mode_t mode, const struct nvme_command *c,
-			     bool io)
+/*
+ * nvme_cmd_allowed(): @io, an I/O command (else admin), sent through a
+ * partition (@partition) or a file opened for writing (@writer).
+ */
+bool ssdq_passthru_allowed(struct ssdq_dev *dev, bool partition, bool writer,
+			   const struct nvme_command *c, bool io)
 {
 	/*
 	 * A partition's opener must not reach the rest of the namespace; on
 	 * a kernel whose nvme lets no one else, ssdq does not either.
 	 */
-	if (!SSDQ_UNPRIVILEGED_PASSTHRU || bdev_is_partition(bdev))
+	if (!SSDQ_UNPRIVILEGED_PASSTHRU || partition)
 		goto admin;
-	if (io ? ssdq_io_cmd_unprivileged(dev, c, mode & SSDQ_OPEN_WRITE) :
+	if (io ? ssdq_io_cmd_unprivileged(dev, c, writer) :
 		 ssdq_admin_cmd_unprivileged(c))
 		return true;
 admin:
@@ -208,19 +210,27 @@ static int ssdq_passthru_copy_out(void __user *arg, bool result64, u64 result)
 	return put_user((u32)result, &u32p->result) ? -EFAULT : 0;
 }
 
-static int ssdq_passthru_check(struct ssdq_dev *dev,
-			       const struct nvme_passthru_cmd64 *uc, bool io,
-			       u32 nsid)
+int ssdq_passthru_check(struct ssdq_dev *dev,
+			const struct nvme_passthru_cmd64 *uc, bool io, bool vec,
+			u32 nsid)
 {
 	struct device *d = &dev->pdev->dev;
 
+	/* Where nvme lets no one else through, it says so before all else. */
+	if (!SSDQ_UNPRIVILEGED_PASSTHRU && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
 	if (uc->flags || uc->metadata || uc->metadata_len) {
 		dev_err_ratelimited(d, "passthrough: flags and metadata take 0 only\n");
 		return -EINVAL;
 	}
 	if (io && uc->nsid != nsid) {
-		dev_err_ratelimited(d, "passthrough: nsid %u is not the disk's, %u\n",
+		dev_err_ratelimited(d, "passthrough: nsid %u is not the device's, %u\n",
 				    uc->nsid, nsid);
+		return -EINVAL;
+	}
+	if (io && !vec && uc->data_len > dev->max_transfer) {
+		dev_err_ratelimited(d, "passthrough: data_len %u, at most %u (the controller's MDTS)\n",
+				    uc->data_len, dev->max_transfer);
 		return -EINVAL;
 	}
 	if (io)
@@ -238,8 +248,8 @@ static int ssdq_passthru_check(struct ssdq_dev *dev,
 	return 0;
 }
 
-static void ssdq_passthru_build(struct nvme_command *c,
-				const struct nvme_passthru_cmd64 *uc)
+void ssdq_passthru_build(struct nvme_command *c,
+			 const struct nvme_passthru_cmd64 *uc)
 {
 	c->common.opcode = uc->opcode;
 	c->common.nsid = cpu_to_le32(uc->nsid);
@@ -256,8 +266,8 @@ static void ssdq_passthru_build(struct nvme_command *c,
 /* ---- running it */
 
 /* An admin command, its data in a page of ssdq's; -errno or the status. */
-static int ssdq_admin_run(struct ssdq_dev *dev, struct nvme_command *c,
-			  u64 addr, u32 len, u64 *result)
+int ssdq_passthru_admin(struct ssdq_dev *dev, struct nvme_command *c,
+			u64 addr, u32 len, u64 *result)
 {
 	struct device *dmadev = &dev->pdev->dev;
 	void __user *ubuf = u64_to_user_ptr(addr);
@@ -299,24 +309,24 @@ unlock:
 }
 
 /*
- * An I/O command as a passthrough request of the disk, the user's buffer
- * mapped into it (or copied, where it breaks the queue's alignment);
- * -errno or the status.
+ * An I/O command as a passthrough request of the namespace's disk, not yet
+ * mapped: it runs through the disk's queues like the disk's own I/O.
+ * @flags: REQ_NOWAIT, REQ_POLLED (io_uring's), @blk_flags likewise.
  */
-static int ssdq_io_run(struct ssdq_ns *ns, const struct nvme_command *c,
-		       u64 addr, u32 len, u32 timeout_ms, u64 *result)
+struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
+				       const struct nvme_command *c,
+				       blk_opf_t flags,
+				       blk_mq_req_flags_t blk_flags,
+				       u32 timeout_ms)
 {
-	struct request_queue *q = ns->disk->queue;
 	blk_opf_t op = (c->common.opcode & 1) ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN;
-	struct bio *bio = NULL;
 	struct request *req;
 	struct ssdq_iod *iod;
-	blk_status_t sts;
-	int ret;
 
-	req = blk_mq_alloc_request(q, op | REQ_FAILFAST_DRIVER, 0);
+	req = blk_mq_alloc_request(ns->disk->queue,
+				   op | REQ_FAILFAST_DRIVER | flags, blk_flags);
 	if (IS_ERR(req))
-		return PTR_ERR(req);
+		return req;
 	/* Its status goes to the caller, not to dmesg. */
 	req->rq_flags |= RQF_QUIET;
 	if (timeout_ms)
@@ -325,19 +335,84 @@ static int ssdq_io_run(struct ssdq_ns *ns, const struct nvme_command *c,
 	iod->cmd = *c;
 	iod->nvme_status = 0;
 	iod->result = 0;
+	return req;
+}
+
+/*
+ * The user's buffer into the request: pinned, or copied where it breaks the
+ * queue's alignment. @iter: io_uring's fixed buffer, else @addr and @len
+ * (@vec: an array of @len iovecs).
+ */
+int ssdq_passthru_rq_map(struct request *req, u64 addr, u32 len, bool vec,
+			 struct iov_iter *iter)
+{
+	if (iter)
+		return blk_rq_map_user_iov(req->q, req, NULL, iter, GFP_KERNEL);
+	return blk_rq_map_user_io(req, NULL, u64_to_user_ptr(addr), len,
+				  GFP_KERNEL, vec, 0, 0, rq_data_dir(req));
+}
+
+/* The NVMe status (> 0), or an errno for one ended before the controller. */
+int ssdq_passthru_rq_status(struct request *req, blk_status_t sts)
+{
+	int ret = ssdq_iod(req)->nvme_status;
+
+	return ret ?: blk_status_to_errno(sts);
+}
+
+/*
+ * A read, write or compare moves its NLB + 1 blocks whatever data_len says:
+ * a shorter buffer would let the controller DMA past it (into whatever a
+ * zero PRP entry or the page after a bounce buffer names). nvme does not
+ * check this; ssdq refuses, as anyone may send a read.
+ */
+int ssdq_passthru_check_len(struct ssdq_ns *ns, const struct nvme_command *c,
+			    unsigned int bytes)
+{
+	u32 want;
+
+	switch (c->common.opcode) {
+	case nvme_cmd_read:
+	case nvme_cmd_write:
+	case nvme_cmd_compare:
+		break;
+	default:
+		return 0;
+	}
+	want = (le16_to_cpu(c->rw.length) + 1U) << ns->lba_shift;
+	if (bytes >= want)
+		return 0;
+	dev_err_ratelimited(&ns->dev->pdev->dev,
+			    "passthrough: opcode %#x moves %u bytes, its buffer has %u\n",
+			    c->common.opcode, want, bytes);
+	return -EINVAL;
+}
+
+/* An I/O command, waited for; -errno or the status. */
+static int ssdq_io_run(struct ssdq_ns *ns, const struct nvme_command *c,
+		       u64 addr, u32 len, u32 timeout_ms, u64 *result)
+{
+	struct bio *bio = NULL;
+	struct request *req;
+	blk_status_t sts;
+	int ret;
+
+	req = ssdq_passthru_rq_alloc(ns, c, 0, 0, timeout_ms);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	if (len) {
-		ret = blk_rq_map_user(q, req, NULL, u64_to_user_ptr(addr), len,
-				      GFP_KERNEL);
+		ret = ssdq_passthru_rq_map(req, addr, len, false, NULL);
 		if (ret)
 			goto free;
 		bio = req->bio;
 	}
+	ret = ssdq_passthru_check_len(ns, c, blk_rq_bytes(req));
+	if (ret)
+		goto unmap;
 	sts = blk_execute_rq(req, false);
-	/* Ended before the controller saw it (a dead one): the errno. */
-	ret = iod->nvme_status;
-	if (sts && !ret)
-		ret = blk_status_to_errno(sts);
-	*result = iod->result;
+	ret = ssdq_passthru_rq_status(req, sts);
+	*result = ssdq_iod(req)->result;
+unmap:
 	if (bio)
 		blk_rq_unmap_user(bio);
 free:
@@ -347,11 +422,15 @@ free:
 
 /* ---- the ioctls */
 
-static int ssdq_user_cmd(struct ssdq_ns *ns, struct block_device *bdev,
-			 ssdq_blk_mode_t mode, void __user *arg, bool io,
-			 bool result64)
+/*
+ * NVME_IOCTL_{ADMIN,IO}{,64}_CMD through @ns's block or generic device, or
+ * (@ns NULL, admin only) the controller's: through a @partition, by a
+ * @writer (a file opened for writing).
+ */
+static int ssdq_user_cmd(struct ssdq_dev *dev, struct ssdq_ns *ns,
+			 bool partition, bool writer, void __user *arg,
+			 bool io, bool result64)
 {
-	struct ssdq_dev *dev = ns->dev;
 	struct nvme_passthru_cmd64 uc;
 	struct nvme_command c = { };
 	u64 result = 0;
@@ -360,25 +439,26 @@ static int ssdq_user_cmd(struct ssdq_ns *ns, struct block_device *bdev,
 	ret = ssdq_passthru_copy_in(&uc, arg, result64);
 	if (ret)
 		return ret;
-	ret = ssdq_passthru_check(dev, &uc, io, ns->nsid);
+	ret = ssdq_passthru_check(dev, &uc, io, false, io ? ns->nsid : 0);
 	if (ret)
 		return ret;
 	ssdq_passthru_build(&c, &uc);
-	if (!ssdq_cmd_allowed(dev, bdev, mode, &c, io))
+	if (!ssdq_passthru_allowed(dev, partition, writer, &c, io))
 		return -EACCES;
 	if (io)
 		ret = ssdq_io_run(ns, &c, uc.addr, uc.data_len, uc.timeout_ms,
 				  &result);
 	else
-		ret = ssdq_admin_run(dev, &c, uc.addr, uc.data_len, &result);
+		ret = ssdq_passthru_admin(dev, &c, uc.addr, uc.data_len,
+					  &result);
 	if (ret < 0)
 		return ret;
 	return ssdq_passthru_copy_out(arg, result64, result) ?: ret;
 }
 
 /* NVME_IOCTL_SUBMIT_IO: a read, write or compare of whole blocks. */
-static int ssdq_submit_io(struct ssdq_ns *ns, struct block_device *bdev,
-			  ssdq_blk_mode_t mode, struct nvme_user_io __user *arg)
+static int ssdq_submit_io(struct ssdq_ns *ns, bool partition, bool writer,
+			  struct nvme_user_io __user *arg)
 {
 	struct nvme_user_io io;
 	struct nvme_command c = { };
@@ -411,31 +491,95 @@ static int ssdq_submit_io(struct ssdq_ns *ns, struct block_device *bdev,
 	c.rw.reftag = cpu_to_le32(io.reftag);
 	/* Dword 15, LBAT and LBATM (named apptag and appmask before 6.9). */
 	c.common.cdw15 = cpu_to_le32(io.apptag | (u32)io.appmask << 16);
-	if (!ssdq_cmd_allowed(ns->dev, bdev, mode, &c, true))
+	if (!ssdq_passthru_allowed(ns->dev, partition, writer, &c, true))
 		return -EACCES;
 	return ssdq_io_run(ns, &c, io.addr,
 			   (io.nblocks + 1) << ns->lba_shift, 0, &result);
 }
 
-int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,
-	       unsigned int cmd, unsigned long arg)
+/* A namespace's ioctls: on its block device, or its generic one (chrdev.c). */
+int ssdq_ns_ioctl(struct ssdq_ns *ns, bool partition, bool writer,
+		  unsigned int cmd, void __user *argp)
 {
-	struct ssdq_ns *ns = bdev->bd_disk->private_data;
-	void __user *argp = (void __user *)arg;
+	struct ssdq_dev *dev = ns->dev;
 
 	switch (cmd) {
 	case NVME_IOCTL_ID:
 		return ns->nsid;
 	case NVME_IOCTL_ADMIN_CMD:
-		return ssdq_user_cmd(ns, bdev, mode, argp, false, false);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp, false,
+				     false);
 	case NVME_IOCTL_ADMIN64_CMD:
-		return ssdq_user_cmd(ns, bdev, mode, argp, false, true);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp, false,
+				     true);
 	case NVME_IOCTL_IO_CMD:
-		return ssdq_user_cmd(ns, bdev, mode, argp, true, false);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp, true,
+				     false);
 	case NVME_IOCTL_IO64_CMD:
-		return ssdq_user_cmd(ns, bdev, mode, argp, true, true);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp, true,
+				     true);
 	case NVME_IOCTL_SUBMIT_IO:
-		return ssdq_submit_io(ns, bdev, mode, argp);
+		return ssdq_submit_io(ns, partition, writer, argp);
+	default:
+		return -ENOTTY;
+	}
+}
+
+int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,
+	       unsigned int cmd, unsigned long arg)
+{
+	return ssdq_ns_ioctl(bdev->bd_disk->private_data,
+			     bdev_is_partition(bdev), mode & SSDQ_OPEN_WRITE,
+			     cmd, (void __user *)arg);
+}
+
+/*
+ * The controller's own: a reset, waited for (recovery.c's, as sysfs asks
+ * for one), or a rescan of the namespaces (ns.c's, not waited for, as
+ * nvme's). Not after removal has stopped passthrough.
+ */
+static int ssdq_ctrl_reset_or_rescan(struct ssdq_dev *dev, bool reset)
+{
+	int ret = -ENODEV;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	down_read(&dev->passthru_rwsem);
+	if (dev->passthru_stopped)
+		goto unlock;
+	if (reset) {
+		dev_warn(&dev->pdev->dev, "reset asked for through ioctl\n");
+		ret = ssdq_reset_request(dev, "requested through ioctl");
+	} else {
+		queue_work(system_freezable_wq, &dev->scan_work);
+		ret = 0;
+	}
+unlock:
+	up_read(&dev->passthru_rwsem);
+	return ret;
+}
+
+/*
+ * The controller's char device (chrdev.c): admin commands, a reset and a
+ * rescan, as nvme's /dev/nvmeN. No I/O command: that is the namespaces'
+ * devices' business (nvme takes one here only from a one-namespace
+ * controller, and warns that it is deprecated). No NVM Subsystem Reset:
+ * ssdq does not do it, and nvme answers ENOTTY where the controller lacks
+ * it too.
+ */
+int ssdq_ctrl_ioctl(struct ssdq_dev *dev, unsigned int cmd, void __user *argp)
+{
+	switch (cmd) {
+	case NVME_IOCTL_ADMIN_CMD:
+		return ssdq_user_cmd(dev, NULL, false, false, argp, false,
+				     false);
+	case NVME_IOCTL_ADMIN64_CMD:
+		return ssdq_user_cmd(dev, NULL, false, false, argp, false,
+				     true);
+	case NVME_IOCTL_RESET:
+		return ssdq_ctrl_reset_or_rescan(dev, true);
+	case NVME_IOCTL_RESCAN:
+		return ssdq_ctrl_reset_or_rescan(dev, false);
 	default:
 		return -ENOTTY;
 	}

@@ -128,9 +128,12 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto remove_disks;
 	}
 	dev->probed = true;
-	ret = ssdq_ns_start_rescans(dev);
+	ret = ssdq_chrdev_ctrl_add(dev);
 	if (ret)
 		goto remove_disks;
+	ret = ssdq_ns_start_rescans(dev);
+	if (ret)
+		goto ctrl_chrdev_del;
 	/* What PCI error recovery restores after a link reset wipes it. */
 	pci_save_state(pdev);
 	ssdq_aen_begin(dev);
@@ -140,7 +143,12 @@ static int ssdq_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 dev->nr_io_queues);
 	return 0;
 
+ctrl_chrdev_del:
+	ssdq_chrdev_ctrl_del(dev);
 remove_disks:
+	/* An opener may have sent a command meanwhile, even a rescan. */
+	ssdq_ioctl_stop(dev);
+	cancel_work_sync(&dev->scan_work);
 	ssdq_ns_remove_all(dev);
 ident_remove:
 	ssdq_ident_remove(dev);
@@ -169,6 +177,7 @@ static void ssdq_remove(struct pci_dev *pdev)
 		ssdq_dev_fail(dev, "device removed");
 	/* No event work or passthrough, and so no rescan, from here on. */
 	ssdq_aen_stop(dev);
+	ssdq_chrdev_ctrl_del(dev);
 	ssdq_ioctl_stop(dev);
 	ssdq_ns_stop_scans(dev);
 	ssdq_ns_remove_all(dev);
@@ -302,6 +311,9 @@ static int __init ssdq_init(void)
 	ret = ssdq_irq_hotplug_init();
 	if (ret)
 		goto aen_wq_exit;
+	ret = ssdq_chrdev_init();
+	if (ret)
+		goto hotplug_exit;
 	ssdq_debugfs_root = debugfs_create_dir("ssdq", NULL);
 	ret = pci_register_driver(&ssdq_pci_driver);
 	if (ret)
@@ -315,6 +327,8 @@ unregister:
 	pci_unregister_driver(&ssdq_pci_driver);
 debugfs_remove:
 	debugfs_remove_recursive(ssdq_debugfs_root);
+	ssdq_chrdev_exit();
+hotplug_exit:
 	ssdq_irq_hotplug_exit();
 aen_wq_exit:
 	ssdq_aen_wq_exit();
@@ -327,6 +341,7 @@ static void __exit ssdq_exit(void)
 {
 	pci_unregister_driver(&ssdq_pci_driver);
 	debugfs_remove_recursive(ssdq_debugfs_root);
+	ssdq_chrdev_exit();
 	ssdq_irq_hotplug_exit();
 	ssdq_aen_wq_exit();
 	ssdq_recovery_wq_exit();

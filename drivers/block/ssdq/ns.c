@@ -193,8 +193,9 @@ static void ssdq_ns_remove(struct ssdq_dev *dev, struct ssdq_ns *ns,
 {
 	dev_info(&dev->pdev->dev, "%s: namespace %u %s, removing the disk\n",
 		 ns->disk->disk_name, ns->nsid, why);
+	ssdq_chrdev_ns_del(ns);
 	/* Open files get errors from here on, not hangs. */
-	blk_mark_disk_dead(ns->disk);
+	ssdq_mark_disk_dead(ns->disk);
 	ssdq_disk_del(ns);
 	ssdq_ns_unlink_free(dev, ns);
 	atomic64_inc(&dev->ns_removed);
@@ -203,6 +204,7 @@ static void ssdq_ns_remove(struct ssdq_dev *dev, struct ssdq_ns *ns,
 static int ssdq_ns_add(struct ssdq_dev *dev, u32 nsid, struct ssdq_scan *scan)
 {
 	char name[DISK_NAME_LEN];
+	struct ssdq_msg m;
 	struct ssdq_ns *ns;
 	bool primary;
 	int ret;
@@ -240,6 +242,10 @@ static int ssdq_ns_add(struct ssdq_dev *dev, u32 nsid, struct ssdq_scan *scan)
 	if (primary)
 		dev->primary_nsid = nsid;
 	atomic64_inc(&dev->ns_added);
+	ret = ssdq_chrdev_ns_add(ns);
+	if (ret)
+		dev_warn(&dev->pdev->dev, "%s: no generic char device: %s\n",
+			 name, ssdq_result_str(&m, ret));
 	dev_info(&dev->pdev->dev,
 		 "%s: namespace %u, %llu MiB, %u-byte blocks\n", name, nsid,
 		 (unsigned long long)(ns->capacity >> (20 - SECTOR_SHIFT)),
@@ -479,8 +485,10 @@ void ssdq_ns_remove_all(struct ssdq_dev *dev)
 {
 	struct ssdq_ns *ns;
 
-	ssdq_for_each_ns(dev, ns)
+	ssdq_for_each_ns(dev, ns) {
+		ssdq_chrdev_ns_del(ns);
 		ssdq_disk_del(ns);
+	}
 }
 
 /* ... and once the controller can post no CQE, the namespaces are freed. */

@@ -169,7 +169,7 @@ static void ssdq_mark_disks_dead(struct ssdq_dev *dev)
 
 	mutex_lock(&dev->ns_lock);
 	ssdq_for_each_ns(dev, ns)
-		blk_mark_disk_dead(ns->disk);
+		ssdq_mark_disk_dead(ns->disk);
 	mutex_unlock(&dev->ns_lock);
 }
 
@@ -828,7 +828,7 @@ static void ssdq_reset_work(struct work_struct *work)
 
 	ssdq_fault_nth_swap(dev);
 	mutex_lock(&dev->recovery_lock);
-	dev->reset_result = ssdq_reset_locked(dev, "requested through sysfs");
+	dev->reset_result = ssdq_reset_locked(dev, READ_ONCE(dev->reset_why));
 	mutex_unlock(&dev->recovery_lock);
 	ssdq_fault_nth_swap(dev);
 }
@@ -853,11 +853,21 @@ void ssdq_recovery_wq_exit(void)
 	destroy_workqueue(ssdq_reset_wq);
 }
 
-/* recovery/reset: the writer waits for the reset, run by a work item. */
-static int ssdq_recovery_reset(struct ssdq_dev *dev, unsigned int val)
+/*
+ * A reset a user asked for, run by a work item and waited for; @why, for
+ * dmesg and the trace. Two at once may both see the first's reason.
+ */
+int ssdq_reset_request(struct ssdq_dev *dev, const char *why)
 {
+	WRITE_ONCE(dev->reset_why, why);
 	ssdq_recovery_run(dev, &dev->reset_work);
 	return READ_ONCE(dev->reset_result);
+}
+
+/* recovery/reset: the writer waits for the reset. */
+static int ssdq_recovery_reset(struct ssdq_dev *dev, unsigned int val)
+{
+	return ssdq_reset_request(dev, "requested through sysfs");
 }
 
 static struct ssdq_attr ssdq_recovery_reset_attr =

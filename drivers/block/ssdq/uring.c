@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdq io_uring passthrough: IORING_OP_URING_CMD on the char devices
+ * (chrdev.c), nvme's user ABI (<uapi/linux/nvme_ioctl.h>) as fio's
+ * io_uring_cmd engine and liburing speak it:
+ *
+ *   NVME_URING_CMD_IO      an I/O command on a namespace's generic device
+ *   NVME_URING_CMD_IO_VEC  ... its data an iovec array (data_len entries)
+ *   NVME_URING_CMD_ADMIN   an admin command on the controller's device
+ *
+ * The ring needs 128-byte SQEs and 32-byte CQEs (IORING_SETUP_SQE128 |
+ * IORING_SETUP_CQE32): the CQE's res is the NVMe status (or -errno), its
+ * first extra word dword 0 of the answer, as nvme's.
+ *
+ * An I/O command is the same blk-mq passthrough request as the ioctl's
+ * (ioctl.c) but not waited for: it is issued from the submitter's context
+ * and ends in its end_io, which moves the completion to the submitter's
+ * task (task work), where the user's buffer is unmapped and the CQE posted.
+ * What it skips of the block path is the bio: no splitting, merging,
+ * accounting or I/O scheduler; what still applies is all of ssdq's (queue
+ * mapping, plugging, steering, interrupt mitigation, timeout, reset).
+ *
+ * Polled (IORING_SETUP_IOPOLL): the request is REQ_POLLED, so blk-mq puts
+ * it on a poll queue where there is one (poll_queues=), and io_uring reaps
+ * it by ->uring_cmd_iopoll, which polls that queue (poll.c). On a kernel
+ * without blk_rq_poll() ssdq offers no iopoll and io_uring refuses such
+ * rings (EOPNOTSUPP).
+ *
+ * Registered buffers (IORING_URING_CMD_FIXED, fio's --fixedbufs) are
+ * mapped from io_uring's pinned pages, for the non-vectored I/O command.
+ *
+ * An admin command runs as the ioctl's does, synchronously: from io_uring's
+ * worker thread (ssdq tells a non-blocking issue to try again there), then
+ * completed through task work like an I/O command. Not on a polled ring
+ * (EOPNOTSUPP, as nvme), not vectored, not from a registered buffer
+ * (EINVAL and one line).
+ */
+#include <linux/blk-mq.h>
+
+#include <ssdq/ssdq.h>
+
+/* Lives in io_uring's command (its 32-byte pdu) from issue to CQE. */
+struct ssdq_uring_pdu {
+	struct request *req;		/* an I/O command's, until its CQE */
+	struct bio *bio;		/* to unmap: req->bio is NULL by then */
+	u64 result;			/* dword 0 of the CQE */
+	int status;			/* the NVMe status, or -errno */
+};
+
+static struct ssdq_uring_pdu *ssdq_uring_pdu(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct ssdq_uring_pdu) > sizeof(ioucmd->pdu));
+	return (struct ssdq_uring_pdu *)ioucmd->pdu;
+}
+
+/* The SQE's command, read once: user space may change it meanwhile. */
+static void ssdq_uring_copy_in(struct nvme_passthru_cmd64 *uc,
+			       struct io_uring_cmd *ioucmd)
+{
+	const struct nvme_uring_cmd *cmd = ssdq_uring_cmd_of(ioucmd);
+
+	memset(uc, 0, sizeof(*uc));
+	uc->opcode = READ_ONCE(cmd->opcode);
+	uc->flags = READ_ONCE(cmd->flags);
+	uc->nsid = READ_ONCE(cmd->nsid);
+	uc->cdw2 = READ_ONCE(cmd->cdw2);
+	uc->cdw3 = READ_ONCE(cmd->cdw3);
+	uc->metadata = READ_ONCE(cmd->metadata);
+	uc->addr = READ_ONCE(cmd->addr);
+	uc->metadata_len = READ_ONCE(cmd->metadata_len);
+	uc->data_len = READ_ONCE(cmd->data_len);
+	uc->cdw10 = READ_ONCE(cmd->cdw10);
+	uc->cdw11 = READ_ONCE(cmd->cdw11);
+	uc->cdw12 = READ_ONCE(cmd->cdw12);
+	uc->cdw13 = READ_ONCE(cmd->cdw13);
+	uc->cdw14 = READ_ONCE(cmd->cdw14);
+	uc->cdw15 = READ_ONCE(cmd->cdw15);
+	uc->timeout_ms = READ_ONCE(cmd->timeout_ms);
+}
+
+/* nvme's passthrough needs the big SQEs and CQEs. */
+static int ssdq_uring_ring_ok(unsigned int issue_flags)
+{
+	unsigned int big = IO_URING_F_SQE128 | IO_URING_F_CQE32;
+
+	return (issue_flags & big) == big ? 0 : -EOPNOTSUPP;
+}
+
+/*
+ * In the submitter's task: the buffer and the request go back, the CQE is
+ * posted. The request is freed only here, so that iopoll, which may run
+ * until the CQE is posted, never polls through a freed one: it holds the
+ * queue, and so removal, which frees the tag set, waits for it.
+ */
+static void ssdq_uring_finish(struct io_uring_cmd *ioucmd,
+			      unsigned int issue_flags)
+{
+	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
+
+	if (pdu->bio)
+		blk_rq_unmap_user(pdu->bio);
+	if (pdu->req)
+		blk_mq_free_request(pdu->req);
+	ssdq_uring_cmd_done(ioucmd, pdu->status, pdu->result, issue_flags);
+}
+
+SSDQ_URING_TASK_CB(ssdq_uring_finish)
+
+/*
+ * The request ended, in whatever context ended it (interrupt, poll,
+ * steering's IPI, a reset's worker): keep its outcome and finish in the
+ * task. Going through task work even when polled sends each CQE to its own
+ * ring, whichever ring's iopoll reaped it (as nvme does).
+ */
+static enum rq_end_io_ret ssdq_uring_end_io(SSDQ_END_IO_PARAMS)
+{
+	struct io_uring_cmd *ioucmd = req->end_io_data;
+	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
+
+	pdu->status = ssdq_passthru_rq_status(req, err);
+	pdu->result = ssdq_iod(req)->result;
+	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
+	return RQ_END_IO_NONE;
+}
+
+static int ssdq_uring_map(struct request *req, struct io_uring_cmd *ioucmd,
+			  const struct nvme_passthru_cmd64 *uc, bool vec,
+			  unsigned int issue_flags)
+{
+	struct iov_iter iter;
+	int ret;
+
+	if (!(ioucmd->flags & IORING_URING_CMD_FIXED))
+		return ssdq_passthru_rq_map(req, uc->addr, uc->data_len, vec,
+					    NULL);
+	if (vec) {
+		dev_err_ratelimited(&ssdq_rq_dev(req)->pdev->dev,
+				    "uring passthrough: a registered buffer is one buffer, not vectored\n");
+		return -EINVAL;
+	}
+	ret = ssdq_uring_import_fixed(uc->addr, uc->data_len, rq_data_dir(req),
+				      &iter, ioucmd, issue_flags);
+	if (ret < 0)
+		return ret;
+	return ssdq_passthru_rq_map(req, 0, 0, false, &iter);
+}
+
+/* NVME_URING_CMD_IO{,_VEC}: issue, and end in ssdq_uring_end_io(). */
+static int ssdq_uring_io(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
+			 unsigned int issue_flags, bool vec)
+{
+	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
+	bool writer = ioucmd->file->f_mode & FMODE_WRITE;
+	blk_mq_req_flags_t blk_flags = 0;
+	struct nvme_passthru_cmd64 uc;
+	struct nvme_command c = { };
+	blk_opf_t flags = 0;
+	struct request *req;
+	int ret;
+
+	ssdq_uring_copy_in(&uc, ioucmd);
+	ret = ssdq_passthru_check(ns->dev, &uc, true, vec, ns->nsid);
+	if (ret)
+		return ret;
+	ssdq_passthru_build(&c, &uc);
+	if (!ssdq_passthru_allowed(ns->dev, false, writer, &c, true))
+		return -EACCES;
+
+	/* No sleeping for a tag where io_uring can retry from its worker. */
+	if (issue_flags & IO_URING_F_NONBLOCK) {
+		flags |= REQ_NOWAIT;
+		blk_flags |= BLK_MQ_REQ_NOWAIT;
+	}
+	if (issue_flags & IO_URING_F_IOPOLL)
+		flags |= REQ_POLLED;
+	req = ssdq_passthru_rq_alloc(ns, &c, flags, blk_flags, uc.timeout_ms);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+	if (uc.data_len) {
+		ret = ssdq_uring_map(req, ioucmd, &uc, vec, issue_flags);
+		if (ret)
+			goto free;
+	}
+	ret = ssdq_passthru_check_len(ns, &c, blk_rq_bytes(req));
+	if (ret)
+		goto unmap;
+	pdu->bio = req->bio;
+	pdu->req = req;
+	req->end_io = ssdq_uring_end_io;
+	req->end_io_data = ioucmd;
+	blk_execute_rq_nowait(req, false);
+	return -EIOCBQUEUED;
+
+unmap:
+	if (req->bio)
+		blk_rq_unmap_user(req->bio);
+free:
+	blk_mq_free_request(req);
+	return ret;
+}
+
+/* A namespace's generic device: I/O commands only, as nvme's. */
+int ssdq_uring_ns_cmd(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
+		      unsigned int issue_flags)
+{
+	int ret;
+
+	ret = ssdq_uring_ring_ok(issue_flags);
+	if (ret)
+		return ret;
+	switch (ioucmd->cmd_op) {
+	case NVME_URING_CMD_IO:
+		return ssdq_uring_io(ns, ioucmd, issue_flags, false);
+	case NVME_URING_CMD_IO_VEC:
+		return ssdq_uring_io(ns, ioucmd, issue_flags, true);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/*
+ * NVME_URING_CMD_ADMIN on the controller's device: ssdq's admin commands
+ * wait, so the command runs from io_uring's worker, where it may sleep.
+ */
+static int ssdq_uring_admin(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
+			    unsigned int issue_flags)
+{
+	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
+	struct nvme_passthru_cmd64 uc;
+	struct nvme_command c = { };
+	int ret;
+
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		return -EAGAIN;
+	if (ioucmd->flags & IORING_URING_CMD_FIXED) {
+		dev_err_ratelimited(&dev->pdev->dev,
+				    "uring admin passthrough: no registered buffer, a plain one only\n");
+		return -EINVAL;
+	}
+	ssdq_uring_copy_in(&uc, ioucmd);
+	ret = ssdq_passthru_check(dev, &uc, false, false, 0);
+	if (ret)
+		return ret;
+	ssdq_passthru_build(&c, &uc);
+	if (!ssdq_passthru_allowed(dev, false, false, &c, false))
+		return -EACCES;
+	ret = ssdq_passthru_admin(dev, &c, uc.addr, uc.data_len, &pdu->result);
+	if (ret < 0)
+		return ret;
+	pdu->bio = NULL;
+	pdu->req = NULL;
+	pdu->status = ret;
+	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
+	return -EIOCBQUEUED;
+}
+
+int ssdq_uring_ctrl_cmd(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
+			unsigned int issue_flags)
+{
+	int ret;
+
+	ret = ssdq_uring_ring_ok(issue_flags);
+	if (ret)
+		return ret;
+	/* As nvme's: no admin command on a polled ring. */
+	if (issue_flags & IO_URING_F_IOPOLL)
+		return -EOPNOTSUPP;
+	switch (ioucmd->cmd_op) {
+	case NVME_URING_CMD_ADMIN:
+		return ssdq_uring_admin(dev, ioucmd, issue_flags);
+	case NVME_URING_CMD_ADMIN_VEC:
+		dev_err_ratelimited(&dev->pdev->dev,
+				    "uring admin passthrough: vectored data is not taken, NVME_URING_CMD_ADMIN only\n");
+		return -EINVAL;
+	default:
+		return -ENOTTY;
+	}
+}
+
+/*
+ * io_uring's iopoll for one of its commands: poll the request's queue if it
+ * is a poll queue (the request is ours until its CQE: see above).
+ */
+int ssdq_uring_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
+		      unsigned int poll_flags)
+{
+#if SSDQ_URING_IOPOLL
+	struct request *req = ssdq_uring_pdu(ioucmd)->req;
+
+	if (req && blk_rq_is_poll(req))
+		return blk_rq_poll(req, iob, poll_flags);
+#endif
+	return 0;
+}
