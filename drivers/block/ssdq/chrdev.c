@@ -40,6 +40,38 @@ static struct class ssdq_generic_class = {
 	.name = "ssdq-generic",
 };
 
+/*
+ * A char device in a structure that @release lets go of: what @d holds is
+ * the caller's to take before. On failure @d is put, and so released.
+ */
+static int ssdq_chrdev_add(struct device *d, struct cdev *cdev, dev_t devt,
+			   struct class *class, struct device *parent,
+			   void (*release)(struct device *d),
+			   const struct file_operations *fops,
+			   const char *name)
+{
+	int ret;
+
+	device_initialize(d);
+	d->devt = devt;
+	d->class = class;
+	d->parent = parent;
+	d->release = release;
+	ret = dev_set_name(d, "%s", name);
+	if (ret)
+		goto put;
+	cdev_init(cdev, fops);
+	cdev->owner = THIS_MODULE;
+	ret = cdev_device_add(cdev, d);
+	if (ret)
+		goto put;
+	return 0;
+
+put:
+	put_device(d);
+	return ret;
+}
+
 /* ---- the controller's: /dev/ssdqcN */
 
 static int ssdq_ctrl_chr_open(struct inode *inode, struct file *file)
@@ -77,30 +109,18 @@ static void ssdq_ctrl_chr_release(struct device *d)
 
 int ssdq_chrdev_ctrl_add(struct ssdq_dev *dev)
 {
-	struct device *d = &dev->ctrl_device;
-	int ret;
+	char name[16];
 
 	if (dev->instance >= SSDQ_MINORS)
 		return -EBUSY;
-	device_initialize(d);
-	d->devt = MKDEV(MAJOR(ssdq_ctrl_base), dev->instance);
-	d->class = &ssdq_ctrl_class;
-	d->parent = &dev->pdev->dev;
-	d->release = ssdq_ctrl_chr_release;
+	snprintf(name, sizeof(name), "ssdqc%d", dev->instance);
+	/* Held by the device, and let go by its release. */
 	kref_get(&dev->ref);
-	ret = dev_set_name(d, "ssdqc%d", dev->instance);
-	if (ret)
-		goto put;
-	cdev_init(&dev->ctrl_cdev, &ssdq_ctrl_chr_fops);
-	dev->ctrl_cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&dev->ctrl_cdev, d);
-	if (ret)
-		goto put;
-	return 0;
-
-put:
-	put_device(d);
-	return ret;
+	return ssdq_chrdev_add(&dev->ctrl_device, &dev->ctrl_cdev,
+			       MKDEV(MAJOR(ssdq_ctrl_base), dev->instance),
+			       &ssdq_ctrl_class, &dev->pdev->dev,
+			       ssdq_ctrl_chr_release, &ssdq_ctrl_chr_fops,
+			       name);
 }
 
 void ssdq_chrdev_ctrl_del(struct ssdq_dev *dev)
@@ -159,32 +179,22 @@ static void ssdq_ns_chr_release(struct device *d)
  */
 int ssdq_chrdev_ns_add(struct ssdq_ns *ns)
 {
-	struct device *d = &ns->cdev_device;
+	char name[32];
 	int minor, ret;
 
 	minor = ida_alloc_max(&ssdq_generic_minor_ida, SSDQ_MINORS - 1,
 			      GFP_KERNEL);
 	if (minor < 0)
 		return minor;
-	device_initialize(d);
-	d->devt = MKDEV(MAJOR(ssdq_generic_base), minor);
-	d->class = &ssdq_generic_class;
-	d->parent = &ns->dev->pdev->dev;
-	d->release = ssdq_ns_chr_release;
+	snprintf(name, sizeof(name), "ssdqg%dn%u", ns->dev->instance, ns->nsid);
+	/* Held by the device, and let go by its release with the minor. */
 	get_device(disk_to_dev(ns->disk));
-	ret = dev_set_name(d, "ssdqg%dn%u", ns->dev->instance, ns->nsid);
-	if (ret)
-		goto put;
-	cdev_init(&ns->cdev, &ssdq_ns_chr_fops);
-	ns->cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&ns->cdev, d);
-	if (ret)
-		goto put;
-	ns->cdev_added = true;
-	return 0;
-
-put:
-	put_device(d);
+	ret = ssdq_chrdev_add(&ns->cdev_device, &ns->cdev,
+			      MKDEV(MAJOR(ssdq_generic_base), minor),
+			      &ssdq_generic_class, &ns->dev->pdev->dev,
+			      ssdq_ns_chr_release, &ssdq_ns_chr_fops, name);
+	if (!ret)
+		ns->cdev_added = true;
 	return ret;
 }
 
