@@ -7,8 +7,10 @@
 #  - who may send what: as nobody, through a read-only and a read-write
 #    open, every case of tests/nvme-ioctl.py gives ssdq the same outcome
 #    (EACCES, or the same NVMe status) as nvme; as root too;
-#  - bad input: another namespace's nsid, metadata, 8 KiB of admin data and
-#    an admin command ssdq owns get EINVAL and one line each;
+#  - bad input: another namespace's nsid, metadata, 8 KiB of admin data, a
+#    Get Log Page of 8 KiB into 4 KiB (ssdq only: the controller would write
+#    past the buffer) and an admin command ssdq owns get EINVAL and one line
+#    each;
 #  - a passthrough read whose completion is lost (fault/drop_completions)
 #    times out after its own timeout_ms, the reset ends it with Host
 #    Aborted Command (passthrough is not retried), and the disk reads back
@@ -88,11 +90,11 @@ diff "$T_DIR/nvme-root.txt" "$T_DIR/ssdq-root.txt" >"$T_DIR/diff-root.txt" ||
 ok "root, as nvme: $(tr '\n' ',' <"$T_DIR/ssdq-root.txt")"
 
 # ---- bad input: EINVAL and one line each
-allow_dmesg 'passthrough: nsid [0-9]+ is not the device|passthrough: flags and metadata take 0 only|admin passthrough: data_len 8192, at most 4096|admin passthrough: opcode 0x5 is ssdq.s own'
+allow_dmesg 'passthrough: nsid [0-9]+ is not the device|passthrough: flags and metadata take 0 only|admin passthrough: data_len 8192, at most 4096|admin passthrough: opcode 0x5 is ssdq.s own|admin passthrough: Get Log Page of 8192 bytes, data_len 4096'
 kmsg_mark bad
-$IOCTL "$DEV" rw "$io_slba" other-nsid metadata big-admin owned-admin >"$T_DIR/bad.txt" 2>&1
-assert_eq "bad input's errnos" "$(awk '{ print $3 }' "$T_DIR/bad.txt" | tr '\n' ' ')" "EINVAL EINVAL EINVAL EINVAL "
-assert_eq "bad input's lines" "$(dmesg_since bad | grep -c 'passthrough: ' || true)" 4
+$IOCTL "$DEV" rw "$io_slba" other-nsid metadata big-admin big-log owned-admin >"$T_DIR/bad.txt" 2>&1
+assert_eq "bad input's errnos" "$(awk '{ print $3 }' "$T_DIR/bad.txt" | tr '\n' ' ')" "EINVAL EINVAL EINVAL EINVAL EINVAL "
+assert_eq "bad input's lines" "$(dmesg_since bad | grep -c 'passthrough: ' || true)" 5
 
 # ---- a lost completion: the passthrough read times out, the reset ends it
 allow_dmesg 'resetting the controller|timed out|completed without an interrupt|not in flight, ignored|reset done'

@@ -14,7 +14,7 @@
 # blocks then count as 512 bytes); SLBA is where the
 # writing cases write (one 4 KiB block of zeroes, or a deallocate). Cases:
 # id, identify-ctrl, smart-log, read, write, dsm, flush, vendor, and the
-# bad ones: other-nsid, metadata, big-admin, owned-admin.
+# bad ones: other-nsid, metadata, big-admin, big-log, owned-admin.
 import ctypes
 import errno
 import fcntl
@@ -81,6 +81,11 @@ def main():
                                     length=4096, metadata=1,
                                     metadata_len=8)),
         "big-admin": (admin, 0x06, dict(cdw10=1, length=8192)),
+        # The SMART log's 512 bytes asked for as 8 KiB into 4 KiB: ssdq only
+        # (the controller would write past the buffer).
+        "big-log": (admin, 0x02, dict(nsid=0xFFFFFFFF,
+                                      cdw10=(2047 << 16) | 0x02,
+                                      length=4096)),
         "owned-admin": (admin, 0x05, dict()),
     }
     for name in sys.argv[4:]:

@@ -210,6 +210,29 @@ static int ssdq_passthru_copy_out(void __user *arg, bool result64, u64 result)
 	return put_user((u32)result, &u32p->result) ? -EFAULT : 0;
 }
 
+/*
+ * A Get Log Page moves NUMD dwords whatever data_len says; past ssdq's one
+ * page (PRP2 is 0) the controller would write to address 0. Identify and
+ * the features move at most a page; the commands whose length ssdq does
+ * not read (Security Receive, vendor-specific ones) are root's alone, and
+ * trusted as under nvme.
+ */
+static int ssdq_passthru_check_log_len(struct device *d,
+				       const struct nvme_passthru_cmd64 *uc)
+{
+	u64 len;
+
+	if (uc->opcode != nvme_admin_get_log_page)
+		return 0;
+	/* NUMDL: dword 10 bits 31:16, NUMDU: dword 11 bits 15:0; 0-based. */
+	len = (((u64)(uc->cdw11 & 0xffff) << 16 | uc->cdw10 >> 16) + 1) * 4;
+	if (len <= uc->data_len)
+		return 0;
+	dev_err_ratelimited(d, "admin passthrough: Get Log Page of %llu bytes, data_len %u\n",
+			    len, uc->data_len);
+	return -EINVAL;
+}
+
 int ssdq_passthru_check(struct ssdq_dev *dev,
 			const struct nvme_passthru_cmd64 *uc, bool io, bool vec,
 			u32 nsid)
@@ -245,7 +268,7 @@ int ssdq_passthru_check(struct ssdq_dev *dev,
 				    uc->data_len, SSDQ_PASSTHRU_MAX);
 		return -EINVAL;
 	}
-	return 0;
+	return ssdq_passthru_check_log_len(d, uc);
 }
 
 void ssdq_passthru_build(struct nvme_command *c,
