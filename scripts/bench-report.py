@@ -18,8 +18,10 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
+
+from reportlib import (div, fmt, gmean, gnuplot, interval, jnum, jround, median, r2,
+                       ratio_interval, row, standing, write)
 
 # ---------------------------------------------------------------- inputs
 
@@ -108,43 +110,6 @@ def fio_summaries(d):
 # ---------------------------------------------------------------- figures
 
 
-def median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    if not xs:
-        return None
-    n = len(xs)
-    return xs[(n - 1) // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
-def div(a, b):
-    return None if a is None or b is None or b == 0 else a / b
-
-
-# Student's t, 97.5th percentile, by degrees of freedom (a two-sided 95%
-# interval); beyond the table the normal's 1.96 is near enough.
-T975 = [None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def ratio_interval(ratios):
-    """The pair ratios' geometric mean and its 95% confidence interval:
-    Student's t on their logarithms. A round runs both sides (order flipped
-    every round), so rounds are the independent samples; logs make 2x and
-    0.5x equally far from 1, and the product of two slot/noise factors a
-    sum. Returns (mean, low, high); low and high are None under 2 pairs."""
-    xs = [math.log(r) for r in ratios if r is not None and r > 0]
-    n = len(xs)
-    if not n:
-        return None, None, None
-    m = sum(xs) / n
-    if n < 2:
-        return math.exp(m), None, None
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
-    h = (T975[n - 1] if n - 1 < len(T975) else 1.96) * sd / math.sqrt(n)
-    return math.exp(m), math.exp(m - h), math.exp(m + h)
-
-
 METRICS = ["iops", "mibs", "p50_us", "p99_us", "p999_us", "mean_us", "cpu_us_per_io",
            "kcpu_us_per_io", "irq_per_io", "msix_per_io", "sqdb_per_io", "cqdb_per_io",
            "ipi_per_io"]
@@ -202,28 +167,26 @@ def derive(run, tc, fs):
     return r
 
 
-def layout_ratios(runs, a, b, k, rnd):
+def layout_ratios(runs, a, b, k, rnd, same_slot=False):
     """Side A against side B in one round, per layout: {A's controller:
-    A/B}, each A run paired with the B run on the other controller. A
-    crossover round has two layouts; the A/A controls (and results from
-    before the crossover) one."""
+    A/B}, each A run paired with the B run on the other controller (with
+    SAME_SLOT, on the same one: two ways into one driver). A crossover
+    round has two layouts; the A/A controls (and results from before the
+    crossover) one."""
     out = {}
     for x in runs:
         if x["side"] != a or x["round"] != rnd or not x["ok"]:
             continue
         y = next((y for y in runs if y["side"] == b and y["round"] == rnd and y["ok"]
-                  and (y.get("slot") != x.get("slot") or x.get("slot") is None)), None)
+                  and (x.get("slot") is None
+                       or (y.get("slot") == x.get("slot")) == same_slot)), None)
         r = div(x["m"][k], y["m"][k]) if y else None
         if r is not None and r > 0:
             out[x.get("slot")] = r
     return out
 
 
-def gmean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
-def compare(runs, a, b):
+def compare(runs, a, b, same_slot=False):
     """Side A vs side B of one job: medians, and the ratio A/B round by
     round (pairs). A crossover round's ratio is the geometric mean of its
     two layouts: what the two controllers differ by multiplies one and
@@ -244,7 +207,7 @@ def compare(runs, a, b):
     for k in METRICS:
         va = [r["m"][k] for r in runs if r["side"] == a and r["ok"]]
         vb = [r["m"][k] for r in runs if r["side"] == b and r["ok"]]
-        per = [layout_ratios(runs, a, b, k, rnd) for rnd in rounds]
+        per = [layout_ratios(runs, a, b, k, rnd, same_slot) for rnd in rounds]
         if crossover:
             whole = [p for p in per if slots[0] in p and slots[1] in p]
             incomplete = sum(1 for p in per if p) - len(whole)
@@ -253,7 +216,7 @@ def compare(runs, a, b):
             incomplete = 0
         ratios = [gmean(list(p.values())) for p in per if p]
         effect = None
-        if crossover and per:
+        if crossover and per and not same_slot:
             effect = gmean([math.sqrt(p[slots[0]] / p[slots[1]]) for p in per])
         gm, lo, hi = ratio_interval(ratios)
         out[k] = {"a": median(va), "b": median(vb), "a_values": va, "b_values": vb,
@@ -263,7 +226,7 @@ def compare(runs, a, b):
     return out
 
 
-def comparisons(runs, sections, a, b, meta):
+def comparisons(runs, sections, a, b, meta, same_slot=False):
     order = {j["name"]: i for i, j in enumerate(meta.get("jobs") or [])}
     groups = {}
     for r in runs:
@@ -277,7 +240,7 @@ def comparisons(runs, sections, a, b, meta):
                     "runs_ok": sum(r["ok"] for r in g),
                     "runs_failed": sum(not r["ok"] for r in g),
                     "sides": sorted({r["side"] for r in g if r["ok"]}),
-                    "metrics": compare(g, a, b)})
+                    "metrics": compare(g, a, b, same_slot)})
     return sorted(out, key=lambda c: (order.get(c["job"], 99), c["variant"] or ""))
 
 
@@ -294,18 +257,6 @@ TARGETS = {
 }
 
 
-def standing(better, lo, hi):
-    """ssdq against nvme by the interval: ahead, behind, or not
-    distinguishable (the interval holds 1.00)."""
-    if lo is None or hi is None:
-        return None
-    if lo > 1:
-        return "ahead" if better == "higher" else "behind"
-    if hi < 1:
-        return "behind" if better == "higher" else "ahead"
-    return "not distinguishable"
-
-
 def control(calib, job, driver, metric):
     """The A/A control's (geometric mean, low, high) for a job and metric."""
     c = next((c for c in calib if c["job"] == job and c["variant"] == driver), None)
@@ -315,10 +266,10 @@ def control(calib, job, driver, metric):
     return {"gmean": m["gmean"], "lo": m["lo"], "hi": m["hi"], "ratios": m["ratios"]}
 
 
-def verdicts(cmp, calib):
+def verdicts(cmp, calib, targets=None):
     out = []
     for c in cmp:
-        for metric, better, target in TARGETS.get(c["job"], []):
+        for metric, better, target in (TARGETS if targets is None else targets).get(c["job"], []):
             m = c["metrics"][metric]
             lo, hi = m["lo"], m["hi"]
             met = None
@@ -467,12 +418,12 @@ def scale_points(runs):
     return out
 
 
-def profiles(d):
-    """perf report's flat profiles (profile/<job>-<side>.txt): per job, per
+def profiles(d, sub="profile"):
+    """perf report's flat profiles (<sub>/<job>-<side>.txt): per job, per
     side, each symbol's share of all cpu-clock samples, in percent; and the
-    checks of each profile's window (profile/<job>-<side>.json, .cpu)."""
+    checks of each profile's window (<sub>/<job>-<side>.json, .cpu)."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(d, "profile", "*.txt"))):
+    for path in sorted(glob.glob(os.path.join(d, sub, "*.txt"))):
         job, _, side = os.path.basename(path)[:-4].rpartition("-")
         out.setdefault(job, {})[side] = perf_symbols(path)
         out[job][side + "_children"] = perf_symbols(path[:-4] + ".children", children=True)
@@ -551,17 +502,58 @@ def results(d):
     cmp = comparisons(rr, ["main", "polled"], "ssdq", "nvme", meta)
     calib = comparisons(rr, ["calib"], "slot04", "slot05", meta)
     mm = memory(read_jsonl(d, "mem"))
+    pt = passthrough(rr, meta)
     return {"host": read_json(d, "host"), "guest": meta, "notes": read_jsonl(d, "notes"),
             "comparisons": cmp, "verdicts": verdicts(cmp, calib) + memory_verdict(mm),
             "calibration": calib,
             "memory": mm, "memory_slab": read_jsonl(d, "mem-slab"),
-            "profiles": profiles(d),
+            "profiles": profiles(d), "passthrough": pt, "profiles_pt": profiles(d, "profile-pt"),
             "memory_samples": read_jsonl(d, "mem"), "ablations": ablations(rr),
             "scale": scale_points(rr),
             "failed_runs": [{k: r.get(k) for k in ("tag", "rc", "section", "job", "side",
                                                    "variant", "qd", "round")}
                             for r in rr if not r["ok"]],
             "runs": rr}
+
+# ---------------------------------------------------------- passthrough
+
+# The pt section's sides: each driver's generic char device (io_uring
+# passthrough) and its block device, in one boot.
+PT_SIDES = ["ssdq_pt", "nvme_pt", "ssdq", "nvme"]
+# (A, B, same controller?): the drivers' passthrough against each other (a
+# crossover, like the main section), then what passthrough saves against
+# each driver's own block path (same controller, same round).
+PT_PAIRS = [("ssdq_pt", "nvme_pt", False), ("ssdq_pt", "ssdq", True),
+            ("nvme_pt", "nvme", True), ("ssdq", "nvme", False)]
+# Issue 30's targets: ssdq's passthrough at least as fast as nvme's, and
+# cheaper per I/O than ssdq's block path.
+PT_TARGETS = {
+    ("ssdq_pt", "nvme_pt"): {j: [("iops", "higher", 1.00)]
+                             for j in ("rr4k-qd1", "rr4k-qd32x2", "rr4k-qd1-hipri")},
+    ("ssdq_pt", "ssdq"): {j: [("cpu_us_per_io", "lower", 1.00)]
+                          for j in ("rr4k-qd1", "rr4k-qd32x2", "rr4k-qd1-hipri")},
+}
+
+
+def passthrough(rr, meta):
+    """The pt section's pairs, their verdicts and per-side medians."""
+    if not any(r.get("section") == "pt" for r in rr):
+        return None
+    pairs, vs = [], []
+    for a, b, same in PT_PAIRS:
+        cmp = comparisons(rr, ["pt"], a, b, meta, same)
+        pairs.append({"a": a, "b": b, "same_slot": same, "comparisons": cmp})
+        for v in verdicts(cmp, [], PT_TARGETS.get((a, b), {})):
+            v.update({"a": a, "b": b, "a_value": v.pop("ssdq"), "b_value": v.pop("nvme")})
+            vs.append(v)
+    med = {}
+    for r in rr:
+        if r.get("section") == "pt" and r["ok"]:
+            med.setdefault(r["job"], {}).setdefault(r["side"], []).append(r["m"])
+    med = {j: {sd: {k: median([m[k] for m in ms]) for k in METRICS + SSDQ_METRICS}
+               for sd, ms in x.items()} for j, x in med.items()}
+    return {"pairs": pairs, "verdicts": vs, "medians": med}
+
 
 # ---------------------------------------------------------------- charts
 
@@ -573,10 +565,6 @@ ABL_VARIANTS = ["nvme", "default", "batching-off", "ring-idle", "shadow-off", "i
 def aliases(res):
     """Variants the guest ran as another one (same settings)."""
     return {n["what"]: n["why"] for n in res["notes"] if n.get("kind") == "alias"}
-
-
-def gnuplot(script):
-    subprocess.run(["gnuplot"], input=script, text=True, check=False)
 
 
 def chart_iops(d, res):
@@ -734,36 +722,6 @@ def charts(d, res):
 # (half away from zero) and its shortest number-to-text.
 
 
-def jround(x):
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
-
-
-def jnum(x):
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e17:
-        return str(int(x))
-    return str(x)
-
-
-def fmt(x):
-    if x is None:
-        return "n/a"
-    a = abs(x)
-    if a >= 100:
-        return jnum(jround(x))
-    if a >= 10:
-        return jnum(jround(x * 10) / 10)
-    if a >= 1:
-        return jnum(jround(x * 100) / 100)
-    return jnum(jround(x * 1000) / 1000)
-
-
-def r2(x):
-    if x is None:
-        return "n/a"
-    n = int(jround(abs(x) * 100))
-    return f"{'-' if x < 0 else ''}{n // 100}.{n % 100:02d}"
-
-
 def ratios(xs):
     return "" if not xs else " ".join(r2(x) for x in xs)
 
@@ -801,10 +759,6 @@ def mlabel(k):
     return MLABEL.get(k, k)
 
 
-def interval(lo, hi):
-    return "n/a" if lo is None or hi is None else f"{r2(lo)}-{r2(hi)}"
-
-
 def ctl(c):
     """An A/A control's mean and interval, for the targets table."""
     if c is None or c["gmean"] is None:
@@ -821,12 +775,6 @@ def verdict(v):
 def memrow(name, s, n):
     ratio = "n/a" if s is None or n is None or n <= 0 or s < 0 else r2(s / n)
     return f"| {name} | {kb(s)} | {kb(n)} | {ratio} |"
-
-
-def row(*cells):
-    """A Markdown table row (an empty last cell is "| |")."""
-    text = "| " + " | ".join(cells) + " |"
-    return text[:-4] + "| |" if cells[-1] == "" else text
 
 
 def halfwidth(v):
@@ -1072,6 +1020,100 @@ def section_profiles(res):
     return out
 
 
+PT_LABELS = {"ssdq_pt": "ssdq passthrough", "nvme_pt": "nvme passthrough",
+             "ssdq": "ssdq block", "nvme": "nvme block"}
+PT_JOBS = ["rr4k-qd1", "rr4k-qd32x2", "rr4k-qd1-hipri"]
+PT_BETTER = {"iops": "higher", "p50_us": "lower", "p99_us": "lower",
+             "cpu_us_per_io": "lower", "kcpu_us_per_io": "lower"}
+
+
+def pt_layers(res, job):
+    """Busy CPU per I/O by layer (us) for each profiled side of JOB: a
+    layer's share of the busy samples times the busy CPU per I/O /proc/stat
+    gave over the same window."""
+    P = (res.get("profiles_pt") or {}).get(job) or {}
+    out = {}
+    for sd in ("ssdq", "ssdq_pt", "nvme_pt"):
+        if sd not in P:
+            continue
+        _, busy = busy_shares(P[sd])
+        per = ((P.get("checks") or {}).get(sd) or {}).get("cpu_us_per_io")
+        out[sd] = {lab: (v * per / 100 if per is not None else None, v)
+                   for lab, v in profile_layers(busy).items()}
+    return out
+
+
+def section_passthrough(res):
+    out = ["## io_uring passthrough (generic char devices)", ""]
+    P = res.get("passthrough")
+    if not P:
+        return out + ["Not run (pt not in the sections)."]
+    g = res["guest"]
+    out += [f"fio's `io_uring_cmd` engine (`{q(g.get('pt_engine'))}`) on each driver's generic char device, beside io_uring reads on its block device, both drivers loaded with poll_queues=1, in {q(g.get('pt_rounds'))} crossover rounds (the four sides in rotating order). A passthrough I/O is counted on fio's rings (passthrough passes no disk statistics), so its per-I/O figures have the same window as the block sides'; QEMU's doorbell and MSI-X counts cover whole runs and need the whole run's I/Os, which only the disk statistics give: for the passthrough sides they are left out, and ssdq's own doorbell counter (per command submitted, same window) stands in. Documentation/passthrough.rst says what passthrough bypasses.", "",
+            "Medians:", "",
+            "| job | figure | " + " | ".join(PT_LABELS[sd] for sd in PT_SIDES) + " |",
+            "|---|---|" + "---:|" * len(PT_SIDES)]
+    med = P["medians"]
+    figs = [("iops", "IOPS"), ("p50_us", "p50 us"), ("p99_us", "p99 us"),
+            ("cpu_us_per_io", "busy CPU us/IO"), ("kcpu_us_per_io", "kernel CPU us/IO"),
+            ("irq_per_io", "IRQ/IO"), ("drv_sqdb_mmio_per_io", "ssdq SQ doorbells/cmd")]
+    for job in PT_JOBS:
+        if job not in med:
+            continue
+        for k, lab in figs:
+            if k == "drv_sqdb_mmio_per_io":
+                cells = [fmt((med[job].get(sd) or {}).get(k)) if sd.startswith("ssdq") else ""
+                         for sd in PT_SIDES]
+            else:
+                cells = [fmt((med[job].get(sd) or {}).get(k)) for sd in PT_SIDES]
+            out.append(row(job, lab, *cells))
+    out += ["", "Ratios (geometric mean of the round ratios, 95% interval). ssdq passthrough against nvme passthrough and ssdq block against nvme block are crossovers (each round's ratio the mean of both controller layouts); passthrough against block compares the same driver on the same controller in the same round.", "",
+            "| job | A / B | figure | ratio | 95% interval | standing | target | result |",
+            "|---|---|---|---:|---|---|---|---|"]
+    tg = {(v["a"], v["b"], v["job"], v["metric"]): v for v in P["verdicts"]}
+    for pair in P["pairs"]:
+        for c in pair["comparisons"]:
+            if c["job"] not in PT_JOBS:
+                continue
+            for k in ("iops", "p50_us", "cpu_us_per_io"):
+                m = c["metrics"][k]
+                v = tg.get((pair["a"], pair["b"], c["job"], k))
+                tcell = f"{'>=' if v['better'] == 'higher' else '<='} {r2(v['target'])}" if v else ""
+                out.append(row(c["job"], f"{PT_LABELS[pair['a']]} / {PT_LABELS[pair['b']]}", mlabel(k),
+                               r2(m["gmean"]), interval(m["lo"], m["hi"]),
+                               standing(PT_BETTER[k], m["lo"], m["hi"]) or "n/a",
+                               tcell, verdict(v) if v else ""))
+    short = [v for v in P["verdicts"] if v["pass"] is False]
+    judged = sum(v["pass"] is not None for v in P["verdicts"])
+    out.append("")
+    if judged and not short:
+        out.append("**Every passthrough target judged here is met.**")
+    elif short:
+        out.append(f"**{len(short)} of {judged} passthrough targets not met:** "
+                   + "; ".join(f"{v['job']} {PT_LABELS[v['a']]} / {PT_LABELS[v['b']]} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
+                               for v in short) + ".")
+    for job in PT_JOBS:
+        L = pt_layers(res, job)
+        if not L:
+            continue
+        sides = list(L)
+        out += ["", f"Where the busy CPU per I/O goes, {job} (perf profiles, profile-pt/: a layer's share of the busy samples times the busy CPU per I/O over the same window; see the profiles section for what sampling under TCG can and cannot say):", "",
+                "| layer | " + " | ".join(f"{PT_LABELS[sd]} us/IO (% busy)" for sd in sides) + " |",
+                "|---|" + "---:|" * len(sides)]
+        labs = [x for x, _ in PROFILE_LAYERS] + ["other kernel", "fio (user space)"]
+        for lab in labs:
+            if not any(lab in L[sd] for sd in sides):
+                continue
+            cells = []
+            for sd in sides:
+                us, pct = L[sd].get(lab, (0, 0))
+                cells.append(f"{fmt(us)} ({pct:.1f}%)" if us is not None else f"n/a ({pct:.1f}%)")
+            out.append(row(lab, *cells))
+        tot = [((res["profiles_pt"][job].get("checks") or {}).get(sd) or {}).get("cpu_us_per_io") for sd in sides]
+        out.append(row("**busy CPU per I/O (/proc/stat)**", *(fmt(t) for t in tot)))
+    return out
+
+
 ABL_GROUPS = [
     ("Doorbell batching (one SQ doorbell per plug batch vs per command; ring-idle: also at a batch's first command when the SQ was empty)",
      ["nvme", "default", "batching-off", "ring-idle"], "batching"),
@@ -1223,6 +1265,7 @@ def report(res, have):
     out += section_memory(res) + [""]
     out += section_calibration(res) + [""]
     out += section_profiles(res) + [""]
+    out += section_passthrough(res) + [""]
     out += section_ablations(res, have) + [""]
     out += section_scale(res, have) + [""]
     out += ["## Not available in this ssdq build", ""]
@@ -1234,12 +1277,6 @@ def report(res, have):
     out += ["", "## Method, in short", "",
             f"One VM boot (scripts/vm.sh: TCG, {q(g.get('vcpus') or 2)} vCPUs, two identical QEMU NVMe controllers on raw images, cache=writeback). ssdq drives 00:04.0 and the kernel's nvme 00:05.0, except in the second half of each main and polled round, when the two swap controllers (a crossover); both are loaded and idle except for the disk under test. Every comparison job runs on both sides alternately for {q(g.get('rounds'))} rounds, in both layouts, with the pair order flipped each half; the table values are medians; the targets use the geometric mean of the per-round ratios with a 95% interval, beside the A/A controls (each driver on both controllers). The job region ({q(g.get('region'))}) of both disks is written once before any measurement, so neither side reads holes. Polled jobs reload both drivers with poll_queues=1. See Documentation/bench.rst for the full method and caveats. Raw figures: results.json (every run, every counter), runs.jsonl, mem.jsonl, fio/*.json."]
     return "\n".join(out) + "\n"
-
-
-def write(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def main():

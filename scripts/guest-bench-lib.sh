@@ -135,6 +135,18 @@ knobs_apply() { # "settings"
 	done
 }
 
+# Current value of a switch; mode files may list choices with the current
+# one in brackets ("[direct] irqpoll").
+knob_value() { # rel
+	local v
+	v=$(knob_get "$1")
+	if [[ $v == *\[*\]* ]]; then
+		v=${v#*[}
+		v=${v%%]*}
+	fi
+	echo "$v"
+}
+
 # ------------------------------------------------------------ counters
 
 # Every program started in this guest costs ~0.15-0.3 s under TCG (its
@@ -143,7 +155,7 @@ knobs_apply() { # "settings"
 # trace size needs a program (stat). fio's JSON is parsed on the host.
 
 # shellcheck disable=SC2034 # SNAP_* are filled through namerefs
-declare -A DISK_OF=() SLOT_OF=() IRQS_OF=() SNAP_A=() SNAP_B=()
+declare -A DISK_OF=() SLOT_OF=() IRQS_OF=() SNAP_A=() SNAP_B=() FILE_OF=() COUNT_OF=()
 
 # Remember a side's controller, its disk and its MSI-X interrupt numbers
 # (after a bind).
@@ -153,6 +165,8 @@ register_side() { # side pci
 	local f i name irqs=''
 	DISK_OF[$1]=$(disk_of_pci "$2") || bdie "no disk under $2 for $1"
 	SLOT_OF[$1]=$2
+	FILE_OF[$1]=/dev/${DISK_OF[$1]}
+	COUNT_OF[$1]=disk
 	for f in "/sys/bus/pci/devices/$2/msi_irqs"/*; do
 		[[ -e $f ]] || continue
 		i=${f##*/}
@@ -161,6 +175,28 @@ register_side() { # side pci
 		[[ $name == *q0 ]] || irqs+="$i "
 	done
 	IRQS_OF[$1]=$irqs
+}
+
+# A passthrough side (SIDE) beside the block side BLOCK of the same
+# namespace: fio drives its generic char device (ssdq's /dev/ssdqgNnM,
+# nvme's /dev/ngNnM); the interrupts and the slot are the block side's. Its
+# I/Os are counted on fio's io_uring rings: passthrough requests pass no
+# disk statistics (6.12 counts none; later kernels only behind the
+# queue/iostats_passthrough switch, off by default).
+register_generic() { # side block-side
+	local disk=${DISK_OF[$2]:?no disk registered for $2} nsid gen
+	case $disk in
+	nvme*) gen=/dev/ng${disk#nvme} ;;
+	ssdq*)
+		read -r nsid <"/sys/block/$disk/nsid" || bdie "/sys/block/$disk/nsid unreadable"
+		gen=/dev/ssdqg${disk#ssdq}n$nsid
+		;;
+	*) bdie "no generic char device known for /dev/$disk" ;;
+	esac
+	wait_until 10 test -c "$gen" || bdie "$gen (the generic device of /dev/$disk) did not appear"
+	DISK_OF[$1]=$disk SLOT_OF[$1]=${SLOT_OF[$2]} IRQS_OF[$1]=${IRQS_OF[$2]}
+	FILE_OF[$1]=$gen
+	COUNT_OF[$1]=ring
 }
 
 # Interrupts handled so far on the given IRQs (all CPUs), into IRQ_SUM:
@@ -205,7 +241,8 @@ snapshot() { # side array-name a|b
 	local -n _s=$2
 	local side=$1 disk=${DISK_OF[$1]:?no disk registered for $1} phase=${3:-a}
 	local drv=0
-	[[ $side == ssdq ]] && module_loaded ssdq && drv=1
+	# ssdq's block side and its passthrough side (ssdq_pt).
+	[[ $side == ssdq* ]] && module_loaded ssdq && drv=1
 	_s=()
 	((drv == 0)) || [[ $phase != a ]] || ssdq_counters "$2" "$disk"
 	local u n sy id io hi si st r w
@@ -215,9 +252,15 @@ snapshot() { # side array-name a|b
 	read -r _ u n sy id io hi si st _ </proc/stat
 	_s["cpu_user"]=$u _s["cpu_nice"]=$n _s["cpu_system"]=$sy _s["cpu_idle"]=$id
 	_s["cpu_iowait"]=$io _s["cpu_irq"]=$hi _s["cpu_softirq"]=$si _s["cpu_steal"]=$st
-	# Completed I/Os (diskstats fields 1 and 5): the per-I/O divisor, over
-	# exactly this window (fio's own count leaves out its ramp time).
-	read -r r _ _ _ w _ <"/sys/block/$disk/stat"
+	# Completed I/Os (diskstats fields 1 and 5, or fio's rings): the
+	# per-I/O divisor, over exactly this window (fio's own count leaves out
+	# its ramp time).
+	if [[ ${COUNT_OF[$side]} == ring ]]; then
+		ring_ios
+		r=$IOS w=0
+	else
+		read -r r _ _ _ w _ <"/sys/block/$disk/stat"
+	fi
 	_s["ios_read"]=$r _s["ios_write"]=$w
 	# Interrupts on the device's I/O vectors, all CPUs; function-call IPIs.
 	# shellcheck disable=SC2086 # a list of IRQ numbers
@@ -300,17 +343,103 @@ disk_ios() { # disk
 	IOS=$((r + w))
 }
 
-# Wait (up to 60 s) until DISK completes I/O beyond BASE or PID exits: fio
+# fio's io_uring rings, for a ring-counted side: the fdinfo files of every
+# io_uring fd of fio's job processes (PID's descendants, through each
+# thread's children list; only a ring's fdinfo has a CqHead line), found
+# once before the window and then read at its ends. It must be quick: fio's
+# first I/O is taken to be when the rings first count one, and a late look
+# moves the window towards fio's end (a walk of all of /proc took hundreds
+# of ms under TCG).
+RING_FILES=()
+RING_LOST=0 # a ring's fdinfo went away (its job ended) since find_rings
+find_rings() { # pid
+	local p t f k v
+	local -a todo=("$1") kids
+	RING_FILES=()
+	while ((${#todo[@]})); do
+		p=${todo[0]}
+		todo=("${todo[@]:1}")
+		for t in "/proc/$p/task"/*; do
+			kids=()
+			read -r -a kids <"$t/children" 2>/dev/null || true
+			todo+=("${kids[@]}")
+		done
+		for f in "/proc/$p/fdinfo"/*; do
+			while read -r k v; do
+				[[ $k == CqHead: ]] || continue
+				RING_FILES+=("$f")
+				break
+			done <"$f" 2>/dev/null || true
+		done
+	done
+	RING_LOST=0
+}
+
+# Completions fio has reaped from the rings find_rings found, into IOS
+# (the CQ heads, summed).
+ring_ios() {
+	local f k v seen
+	IOS=0
+	for f in "${RING_FILES[@]}"; do
+		seen=0
+		while read -r k v; do
+			[[ $k == CqHead: ]] || continue
+			IOS=$((IOS + v))
+			seen=1
+			break
+		done <"$f" 2>/dev/null || true
+		((seen)) || RING_LOST=1
+	done
+}
+
+# I/Os SIDE has completed so far, into IOS (fio's rings for a ring-counted
+# side).
+side_ios() { # side
+	if [[ ${COUNT_OF[$1]} == ring ]]; then
+		ring_ios
+	else
+		disk_ios "${DISK_OF[$1]}"
+	fi
+}
+
+# Wait (up to 60 s) until SIDE completes I/O beyond BASE or PID exits: fio
 # takes a second or more to start under TCG, and that must not be counted.
-wait_io_start() { # disk base pid
-	local end=$((SECONDS + 60))
-	disk_ios "$1"
-	while ((IOS == $2)); do
+# A ring-counted side waits for the rings of all JOBS job processes.
+wait_io_start() { # side base pid jobs
+	local end=$((SECONDS + 60)) ring=0
+	[[ ${COUNT_OF[$1]} != ring ]] || ring=1
+	RING_FILES=()
+	while :; do
+		if ((ring)); then
+			# The /proc walk only until every job's ring is there.
+			((${#RING_FILES[@]} >= $4)) || find_rings "$3"
+			ring_ios
+			((${#RING_FILES[@]} < $4)) || ((IOS == $2)) || return 0
+		else
+			disk_ios "${DISK_OF[$1]}"
+			((IOS == $2)) || return 0
+		fi
 		kill -0 "$3" 2>/dev/null || return 1
 		((SECONDS < end)) || return 1
 		nap 0.05
-		disk_ios "$1"
 	done
+}
+
+# Sleep until the moment END (us, the clock of EPOCHREALTIME), if still ahead.
+nap_until() { # end-us
+	local us=$(($1 - ${EPOCHREALTIME/./})) secs
+	((us > 0)) || return 0
+	printf -v secs '%d.%06d' $((us / 1000000)) $((us % 1000000))
+	nap "$secs"
+}
+
+# The numjobs of fio options (fio's default: 1).
+fio_numjobs() { # fio-args...
+	local a n=1
+	for a in "$@"; do
+		[[ $a != --numjobs=* ]] || n=${a#--numjobs=}
+	done
+	echo "$n"
 }
 
 # Size of the QEMU trace log so far, into TRACE_OFF (empty without one).
@@ -335,7 +464,8 @@ measure_run() {
 	local section=$1 job=$2 side=$3 variant=$4 qd=$5 round=$6 rt=$7 ramp=$8
 	shift 8
 	local disk=${DISK_OF[$side]:?no disk registered for $side} tag rc=0 delta what
-	local pid base tl ti te margin_ms sampled=0 late=0 secs tr0 tr1 snap_us=0
+	local pid base tl ti te margin_ms sampled=0 late=0 tr0 tr1 snap_us=0 run_ios
+	RING_LOST=0
 	RUN_SEQ=$((RUN_SEQ + 1))
 	printf -v tag '%03d-%s-%s-%s-%s-qd%s-r%s' "$RUN_SEQ" "$section" "$job" "$side" "$variant" "$qd" "$round"
 	local json=$B_OUT/fio/$tag.json err=$B_OUT/fio/$tag.err
@@ -344,29 +474,40 @@ measure_run() {
 	margin_ms=$((rt * 100 > 300 ? rt * 100 : 300))
 	trace_off
 	tr0=$TRACE_OFF
-	disk_ios "$disk"
+	# A ring-counted side counts from 0: fio's rings are new.
+	IOS=0
+	[[ ${COUNT_OF[$side]} == ring ]] || disk_ios "$disk"
 	base=$IOS
 	tl=${EPOCHREALTIME/./}
 	# fio at nice 0; this sampler runs at -5 (see sampler_priority).
-	timeout -k 10 $((rt + ramp / 1000 + 60)) nice -n "$FIO_NICE" fio --name="$job" --filename="/dev/$disk" \
+	timeout -k 10 $((rt + ramp / 1000 + 60)) nice -n "$FIO_NICE" fio --name="$job" --filename="${FILE_OF[$side]}" \
 		"${FIO_COMMON[@]}" "$@" --output="$json" >/dev/null 2>"$err" &
 	pid=$!
-	if wait_io_start "$disk" "$base" "$pid"; then
+	if wait_io_start "$side" "$base" "$pid" "$(fio_numjobs "$@")"; then
 		ti=${EPOCHREALTIME/./}
-		printf -v secs '%d.%03d' $((ramp / 1000)) $((ramp % 1000))
-		nap "$secs"
+		nap_until $((ti + ramp * 1000))
 		snapshot "$side" SNAP_A a
-		printf -v secs '%d.%03d' $(((rt * 1000 - margin_ms) / 1000)) $(((rt * 1000 - margin_ms) % 1000))
-		nap "$secs"
+		# The end counts from the first I/O, not from the first sample:
+		# reading ssdq's counters there must not push it past fio's end.
+		nap_until $((ti + (ramp + rt * 1000 - margin_ms) * 1000))
 		snapshot "$side" SNAP_B b
 		snap_us=$((${EPOCHREALTIME/./} - SNAP_B[t_us]))
-		# A sample taken after fio ended would count idle time.
+		# A sample taken after fio (or one of its jobs) ended would count
+		# idle time.
 		kill -0 "$pid" 2>/dev/null || late=1
+		((RING_LOST == 0)) || late=1
 		sampled=1
 	fi
 	wait "$pid" || rc=$?
 	te=${EPOCHREALTIME/./}
-	disk_ios "$disk"
+	# The whole run's I/Os divide QEMU's counts; fio's rings are gone by
+	# now, so a ring-counted side has none (its device-side figures per
+	# I/O stay empty; ssdq's own counters still have theirs).
+	run_ios=null
+	if [[ ${COUNT_OF[$side]} != ring ]]; then
+		disk_ios "$disk"
+		run_ios=$((IOS - base))
+	fi
 	trace_off
 	tr1=$TRACE_OFF
 	((sampled)) || { ((rc != 0)) || rc=98; }
@@ -374,7 +515,7 @@ measure_run() {
 		delta=$(snapshot_delta SNAP_A SNAP_B)
 		# Timings in us from launch: fio's start-up under TCG is why a
 		# run takes longer than its runtime.
-		delta="${delta%\}},\"run_ios\":$((IOS - base)),\"first_io_us\":$((ti - tl)),\"fio_exit_us\":$((te - tl)),\"snapshot_us\":$snap_us,\"late_sample\":$late"
+		delta="${delta%\}},\"run_ios\":$run_ios,\"first_io_us\":$((ti - tl)),\"fio_exit_us\":$((te - tl)),\"snapshot_us\":$snap_us,\"late_sample\":$late"
 		[[ -z $tr0 || -z $tr1 ]] || delta+=",\"trace_start\":$tr0,\"trace_end\":$tr1"
 		delta+="}"
 	else

@@ -15,6 +15,8 @@
 #   profile perf profiles of the 4k QD1 and QD32 jobs, both drivers, inside
 #           fio's steady state
 #   polled  4k QD1 --hipri with both drivers reloaded with poll_queues=1
+#   pt      io_uring passthrough: 4k QD1, QD32x2 and polled QD1 on both
+#           drivers' generic char devices beside their block devices
 #   abl     ssdq ablations (doorbell batching, shadow doorbells, interrupt
 #           mode) at several queue depths, with nvme as the reference
 #   steer   completion steering off/ipi/blk with ssdq on one I/O queue
@@ -30,7 +32,9 @@
 # SSDQ_BENCH_SIZE (region every job uses, preconditioned),
 # SSDQ_BENCH_DEFER_US, SSDQ_BENCH_PROFILE_FREQ (perf samples/s per vCPU),
 # SSDQ_BENCH_SCALE_QDS/_SCALE_NUMJOBS (the scale grid),
-# SSDQ_BENCH_SCALE_RUNTIME/_SCALE_RAMP_MS/_SCALE_ROUNDS/_SCALE_CROSSOVER.
+# SSDQ_BENCH_SCALE_RUNTIME/_SCALE_RAMP_MS/_SCALE_ROUNDS/_SCALE_CROSSOVER,
+# SSDQ_BENCH_PT_ROUNDS and _PT_PROFILE (passthrough section; its profiles
+# default to on in the full variant only).
 # Defaults: Documentation/bench.rst.
 set -euo pipefail
 # shellcheck source=scripts/guest-bench-lib.sh
@@ -39,11 +43,11 @@ set -euo pipefail
 QUICK=${SSDQ_BENCH_QUICK:-0}
 if [[ $QUICK == 1 ]]; then
 	d_rt=2 d_ramp=250 d_rounds=3 d_abl_rt=1 d_abl_ramp=250 d_abl_rounds=1 d_qds="1 32" d_steer_qds=32
-	d_mem=1 d_sections="mem main polled abl steer scale"
+	d_mem=1 d_sections="mem main polled pt abl steer scale"
 	d_scale_qds="1 8 32 128" d_scale_nj="1 2" d_scale_rt=1 d_scale_ramp=250 d_scale_x=0
 else
 	d_rt=8 d_ramp=1000 d_rounds=5 d_abl_rt=3 d_abl_ramp=500 d_abl_rounds=2 d_qds="1 4 16 32" d_steer_qds=$d_qds
-	d_mem=3 d_sections="mem calib main profile polled abl steer scale"
+	d_mem=3 d_sections="mem calib main profile polled pt abl steer scale"
 	d_scale_qds="1 2 4 8 16 32 64 128" d_scale_nj="1 2 3 4" d_scale_rt=2 d_scale_ramp=500 d_scale_x=1
 fi
 RT=${SSDQ_BENCH_RUNTIME:-$d_rt}
@@ -347,16 +351,22 @@ section_polled() {
 # window beside the share of samples outside the idle loop
 # (profile/<job>-<side>.json).
 PROFILE_FREQ=${SSDQ_BENCH_PROFILE_FREQ:-1000}
+PROFILE_DIR=profile # under $B_OUT: profile/ (this section), profile-pt/ (pt)
+perf_ready() {
+	command -v perf >/dev/null || return 1
+	# Kernel symbols by name: addresses in /proc/kallsyms, any sampler.
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	echo -1 >/proc/sys/kernel/perf_event_paranoid
+}
+
 section_profile() {
-	if ! command -v perf >/dev/null; then
+	if ! perf_ready; then
 		unavailable "profiles" "no perf (Debian's linux-perf, make deps)"
 		return 0
 	fi
 	setup_pair "" ""
-	mkdir -p "$B_OUT/profile"
-	# Kernel symbols by name: addresses in /proc/kallsyms, any sampler.
-	echo 0 >/proc/sys/kernel/kptr_restrict
-	echo -1 >/proc/sys/kernel/perf_event_paranoid
+	PROFILE_DIR=profile
+	mkdir -p "$B_OUT/$PROFILE_DIR"
 	local i s name qd args
 	for i in 0 1; do
 		IFS='|' read -r name qd args <<<"${MAIN_JOBS[i]}"
@@ -378,9 +388,9 @@ perf_ctl() { # cmd secs
 PERF_CTL=
 PERF_ACK=
 profile_run() { # job side fio-args...
-	local job=$1 side=$2 ppid pid base secs late=0 ok=1 rc=0 win_ms
+	local job=$1 side=$2 ppid pid base late=0 ok=1 rc=0 win_ms ti
 	shift 2
-	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/profile/$job-$side
+	local disk=${DISK_OF[$side]:?no disk registered for $side} out=$B_OUT/$PROFILE_DIR/$job-$side
 	# perf.data in the guest's tmpfs: written over 9p, perf's own writes
 	# were most of the busy samples.
 	local data=/tmp/ssdq-perf.data ctl=/tmp/ssdq-perf.ctl ack=/tmp/ssdq-perf.ack
@@ -399,23 +409,25 @@ profile_run() { # job side fio-args...
 		return 0
 	fi
 	fio_common "$RT" "$RAMP"
-	disk_ios "$disk"
+	IOS=0
+	[[ ${COUNT_OF[$side]} == ring ]] || disk_ios "$disk"
 	base=$IOS
-	nice -n "$FIO_NICE" fio --name="$job" --filename="/dev/$disk" "${FIO_COMMON[@]}" "$@" \
+	nice -n "$FIO_NICE" fio --name="$job" --filename="${FILE_OF[$side]}" "${FIO_COMMON[@]}" "$@" \
 		--output="$out.fio.json" >/dev/null 2>"$out.fio.err" &
 	pid=$!
-	if wait_io_start "$disk" "$base" "$pid"; then
-		printf -v secs '%d.%03d' $((RAMP / 1000)) $((RAMP % 1000))
-		nap "$secs"
+	RING_LOST=0
+	if wait_io_start "$side" "$base" "$pid" "$(fio_numjobs "$@")"; then
+		ti=${EPOCHREALTIME/./}
+		nap_until $((ti + RAMP * 1000))
 		# The window: the runtime less a tenth (at least 300 ms) at the end.
 		win_ms=$((RT * 1000 - (RT * 100 > 300 ? RT * 100 : 300)))
 		snapshot "$side" SNAP_A a
 		perf_ctl enable 30 || ok=0
-		printf -v secs '%d.%03d' $((win_ms / 1000)) $((win_ms % 1000))
-		nap "$secs"
+		nap_until $((ti + (RAMP + win_ms) * 1000))
 		perf_ctl disable 30 || ok=0
 		snapshot "$side" SNAP_B b
 		kill -0 "$pid" 2>/dev/null || late=1
+		((RING_LOST == 0)) || late=1
 	else
 		ok=0
 	fi
@@ -445,19 +457,104 @@ profile_run() { # job side fio-args...
 	progress "profile $job $side: $(grep -c '%' "$out.txt" 2>/dev/null || echo 0) symbols over 0.05%$( ((late)) && echo ', fio ended inside the window')"
 }
 
-# ----------------------------------------------------------------- abl
+# ------------------------------------------------------------------ pt
 
-# Current value of a switch; mode files may list choices with the current
-# one in brackets ("[direct] irqpoll").
-knob_value() { # rel
-	local v
-	v=$(knob_get "$1")
-	if [[ $v == *\[*\]* ]]; then
-		v=${v#*[}
-		v=${v%%]*}
-	fi
-	echo "$v"
+# io_uring passthrough (Documentation/passthrough.rst): the same jobs on
+# four sides in one boot, ssdq's generic char device (ssdq_pt), nvme's
+# (nvme_pt) and the two block devices, both drivers loaded with
+# poll_queues=1 for the polled job. fio's io_uring_cmd engine sends NVMe
+# reads straight to the driver (no bio, no block-layer merging or
+# statistics); the block sides use io_uring's read on /dev/<disk> as
+# everywhere else. The crossover and the rotating order are the main
+# section's. The report compares ssdq_pt with nvme_pt (the drivers'
+# passthrough) and with ssdq (what the block path costs on ssdq), nvme_pt
+# with nvme beside them. In the full variant, perf profiles of the QD32
+# job on ssdq, ssdq_pt and nvme_pt then show where the difference is, by
+# layer (profile-pt/).
+PT_ROUNDS=${SSDQ_BENCH_PT_ROUNDS:-$((QUICK ? 2 : 3))}
+PT_SIDES=(ssdq_pt nvme_pt ssdq nvme)
+PT_ENGINE=(--ioengine=io_uring_cmd --cmd_type=nvme --direct=0)
+PT_JOBS=(
+	"${MAIN_JOBS[0]}"
+	"${MAIN_JOBS[1]}"
+	"$POLLED_JOB"
+)
+
+register_pt_sides() {
+	register_generic ssdq_pt ssdq
+	register_generic nvme_pt nvme
 }
+
+# The sides in turn, starting from the K-th: every side goes first once
+# every four runs of a job.
+pt_order() { # k
+	local i n=${#PT_SIDES[@]}
+	for ((i = 0; i < n; i++)); do
+		echo "${PT_SIDES[($1 + i) % n]}"
+	done
+}
+
+pt_run() { # side job qd round fio-args...
+	local side=$1 job=$2 qd=$3 r=$4
+	shift 4
+	# The engine before the job's options: fio resets an engine's options
+	# (hipri) when --ioengine changes after them.
+	if [[ ${COUNT_OF[$side]} == ring ]]; then
+		measure_run pt "$job" "$side" poll_queues=1 "$qd" "$r" "$RT" "$RAMP" "${PT_ENGINE[@]}" "$@"
+	else
+		measure_run pt "$job" "$side" poll_queues=1 "$qd" "$r" "$RT" "$RAMP" "$@"
+	fi
+}
+
+section_pt() {
+	local r half layout k j name qd args s
+	setup_pair "poll_queues=1" "poll_queues=1"
+	[[ $(cat "/sys/block/$SSDQ_DISK/queue/io_poll") == 1 ]] ||
+		bdie "ssdq poll_queues=1: queue/io_poll is not 1"
+	register_pt_sides
+	RUN_TOTAL=$((RUN_TOTAL + 2 * PT_ROUNDS * ${#PT_JOBS[@]} * ${#PT_SIDES[@]}))
+	progress "passthrough: ${#PT_JOBS[@]} jobs x ${#PT_SIDES[@]} sides (${FILE_OF[ssdq_pt]}, ${FILE_OF[nvme_pt]}, /dev/$SSDQ_DISK, /dev/$NVME_DISK) x $PT_ROUNDS round(s), 2 layouts"
+	for ((r = 1; r <= PT_ROUNDS; r++)); do
+		for half in 0 1; do
+			if ((half)); then
+				swap_slots
+				register_pt_sides
+			fi
+			layout=$(((r - 1 + half) % 2))
+			k=0
+			for j in "${PT_JOBS[@]}"; do
+				IFS='|' read -r name qd args <<<"$j"
+				for s in $(pt_order $((2 * layout + r + k))); do
+					# shellcheck disable=SC2086 # args are fio options
+					pt_run "$s" "$name" "$qd" "$r" $args
+				done
+				k=$((k + 1))
+			done
+		done
+	done
+	home_slots
+	register_pt_sides
+	[[ ${SSDQ_BENCH_PT_PROFILE:-$((1 - QUICK))} == 1 ]] || return 0
+	if ! perf_ready; then
+		unavailable "passthrough profiles" "no perf (Debian's linux-perf, make deps)"
+		return 0
+	fi
+	PROFILE_DIR=profile-pt
+	mkdir -p "$B_OUT/$PROFILE_DIR"
+	IFS='|' read -r name qd args <<<"${MAIN_JOBS[1]}"
+	for s in ssdq ssdq_pt nvme_pt; do
+		if [[ ${COUNT_OF[$s]} == ring ]]; then
+			# shellcheck disable=SC2086
+			profile_run "$name" "$s" "${PT_ENGINE[@]}" $args
+		else
+			# shellcheck disable=SC2086
+			profile_run "$name" "$s" $args
+		fi
+	done
+	PROFILE_DIR=profile
+}
+
+# ----------------------------------------------------------------- abl
 
 # Settings that restore every switch a variant may touch.
 DEFAULTS=
@@ -673,6 +770,7 @@ write_meta() { # running|finished
 		--argjson defer_us "$DEFER_US" --argjson secs "$SECONDS" \
 		--arg scale_qds "$SCALE_QDS" --arg scale_nj "$SCALE_NJ" --argjson scale_rt "$SCALE_RT" \
 		--argjson scale_ramp "$SCALE_RAMP" --argjson scale_rounds "$SCALE_ROUNDS" --argjson scale_x "$SCALE_X" \
+		--argjson pt_rounds "$PT_ROUNDS" --arg pt_engine "${PT_ENGINE[*]}" \
 		--arg main_jobs "$(printf '%s\n' "${MAIN_JOBS[@]}" "$POLLED_JOB")" \
 		'{status: $status, guest_kernel: $kernel, vcpus: $ncpu, fio: $fio,
 		  ssdq_ko: $ko, ssdq_params: ($ko_params | split(" ") | map(select(. != ""))),
@@ -684,7 +782,7 @@ write_meta() { # running|finished
 		  scale_qds: ($scale_qds | split(" ") | map(select(. != "") | tonumber)),
 		  scale_numjobs: ($scale_nj | split(" ") | map(select(. != "") | tonumber)),
 		  scale_runtime_s: $scale_rt, scale_ramp_ms: $scale_ramp, scale_rounds: $scale_rounds,
-		  scale_crossover: ($scale_x == 1),
+		  scale_crossover: ($scale_x == 1), pt_rounds: $pt_rounds, pt_engine: $pt_engine,
 		  guest_seconds: $secs,
 		  jobs: ($main_jobs | split("\n") | map(select(. != "") | split("|") | {name: .[0], qd: (.[1] | tonumber), fio: .[2]}))}' \
 		>"$B_OUT/meta.json"
@@ -697,7 +795,7 @@ sampler_priority
 rm -f "$B_OUT"/{runs,mem,mem-slab,notes}.jsonl
 write_meta running
 progress "bench: $NCPU vCPUs, sections: $SECTIONS; main ${RT}s x $ROUNDS rounds, ablations ${ABL_RT}s x $ABL_ROUNDS"
-for sec in mem calib main profile polled abl steer scale; do
+for sec in mem calib main profile polled pt abl steer scale; do
 	has_section "$sec" || continue
 	progress "== section $sec"
 	"section_$sec"
