@@ -78,6 +78,19 @@ bench-quick: deps
 	@$(MAKE) --no-print-directory module
 	@SMP=$(SMP) scripts/bench.sh --quick
 
+# make meter: what an I/O costs the guest, counted: guest instructions,
+# atomics and device events per I/O by layer and symbol, ssdq beside nvme,
+# from a QEMU TCG plugin (Documentation/meter.rst). BOOTS=N boots (default
+# 2), make meter-quick: one boot, two jobs. Not a test: not in make check.
+.PHONY: meter meter-quick
+meter: deps
+	@$(MAKE) --no-print-directory module
+	@BOOTS=$(or $(BOOTS),2) scripts/meter.sh
+
+meter-quick: deps
+	@$(MAKE) --no-print-directory module
+	@scripts/meter.sh --quick
+
 # make soak [DURATION=10m] [SEED=N] [KERNEL=debug]: random switches, faults,
 # resets, CPU offlining and rebinds under verified I/O, from a printed seed
 # (Documentation/testing.rst). Not a test: not in make check.

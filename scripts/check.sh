@@ -507,6 +507,20 @@ dkms_check() {
 	fi
 }
 
+# The cost meter's own test (scripts/meter-check.sh, meter.rst): one short
+# boot under single-threaded TCG with the meter's plugin, in the prod lane.
+meter_check() {
+	local reason
+	[[ -z ${SSDQ_TESTS:-} || " $SSDQ_TESTS " == *" meter "* ]] || return 0
+	note "meter: one short boot (scripts/meter-check.sh; log build/check/meter.log)"
+	if reason=$("$SSDQ_REPO/scripts/meter-check.sh" "$out/meter" 2>&1); then
+		result PASS meter
+		note "meter: $reason"
+	else
+		result FAIL meter "$(tail -n1 <<<"$reason")"
+	fi
+}
+
 reach_tests() {
 	local n
 	for n in $(all_tests prod); do
@@ -516,6 +530,7 @@ reach_tests() {
 
 selected=$( {
 	[[ $lane == prod || $lane == all || $lane == kernel ]] && all_tests prod
+	[[ ($lane == prod || $lane == all) && " ${SSDQ_TESTS:-} " == *" meter "* ]] && echo meter
 	[[ $lane == prod || $lane == all ]] && all_tests prod '*'
 	[[ $lane == reach || $lane == all ]] && reach_tests
 	[[ $lane == debug || $lane == all ]] && debug_tests '*'
@@ -564,7 +579,10 @@ if [[ $lane == kernel ]]; then
 	mapfile -t tests < <(all_tests prod)
 	kernel_lane "$kernel" "${tests[@]}"
 else
-	[[ $lane == prod || $lane == all ]] && prod_lane
+	if [[ $lane == prod || $lane == all ]]; then
+		prod_lane
+		meter_check
+	fi
 	mapfile -t reach < <(reach_tests)
 	# Debian's 6.1 needs no build: on a cold cache it and DKMS run while
 	# the debug kernel is still building, before the debug lane waits for

@@ -101,6 +101,13 @@ static inline struct request *ssdq_rq_list_pop(struct ssdq_rq_list *l)
 
 #endif
 
+/* Is a completion batch empty? Its list is a struct rq_list where ->queue_rqs()'s is. */
+#ifdef SSDQ_HAVE_STRUCT_RQ_LIST
+#define ssdq_iob_empty(iob)	rq_list_empty(&(iob)->req_list)
+#else
+#define ssdq_iob_empty(iob)	rq_list_empty((iob)->req_list)
+#endif
+
 /* ->queue_rqs()'s list head, as this kernel declares it (a pointer to it). */
 #ifdef SSDQ_HAVE_STRUCT_RQ_LIST
 #define ssdq_plug_list_t	struct rq_list

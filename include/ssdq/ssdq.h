@@ -357,6 +357,9 @@ struct ssdq_iod {
 	dma_addr_t range_dma;
 	struct sg_table sgt;
 	unsigned int sg_count;		/* entries handed to dma_map_sg() */
+	/* One segment mapped alone (dma_map_bvec), no scatterlist: */
+	dma_addr_t first_dma;
+	unsigned int first_len;		/* 0: the scatterlist was used */
 	struct nvme_dsm_range range;	/* the discard range, DMA'd to device */
 	struct scatterlist inline_sg[SSDQ_INLINE_SGES];
 };

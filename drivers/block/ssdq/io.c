@@ -16,8 +16,9 @@
  *   complete  steering (steer.c) may send it to its submitting CPU; there,
  *             or here, ssdq_complete_rq() unmaps its data and ends it with
  *             the NVMe status mapped to a blk_status_t, unless recovery
- *             (recovery.c) runs it again. Polled requests end together,
- *             in ssdq_complete_batch().
+ *             (recovery.c) runs it again. The successful requests of one
+ *             reap that stay on its CPU end together, in
+ *             ssdq_complete_batch().
  *
  * Fault injection (fault.c) decides what the device "did" at the points
  * where it could misbehave. The ops table that blk-mq calls is in disk.c.
@@ -163,6 +164,42 @@ bad_sgl:
 	return BLK_STS_IOERR;
 }
 
+/*
+ * The common case, one segment that two PRPs describe (any 4 KiB I/O, and
+ * up to 8 KiB from a page boundary): map the bvec itself and name it in
+ * PRP1/PRP2, with no scatterlist to build, map and walk, as nvme's
+ * nvme_setup_prp_simple() does. Only when the segment is the whole
+ * payload: a request merged from physically adjacent bios is one segment
+ * of several bvecs, and req_bvec() is only the first.
+ */
+static bool ssdq_map_simple(struct ssdq_dev *dev, struct request *req,
+			    struct nvme_command *cmd, blk_status_t *sts)
+{
+	struct ssdq_iod *iod = ssdq_iod(req);
+	struct bio_vec bv;
+	u32 first;
+
+	if (blk_rq_nr_phys_segments(req) != 1)
+		return false;
+	bv = req_bvec(req);
+	first = SSDQ_CTRL_PAGE_SIZE - (bv.bv_offset & (SSDQ_CTRL_PAGE_SIZE - 1));
+	if (bv.bv_len != blk_rq_payload_bytes(req) ||
+	    bv.bv_len > first + SSDQ_CTRL_PAGE_SIZE)
+		return false;
+	iod->first_dma = dma_map_bvec(ssdq_dmadev(dev), &bv, rq_dma_dir(req), 0);
+	if (dma_mapping_error(ssdq_dmadev(dev), iod->first_dma)) {
+		*sts = BLK_STS_RESOURCE;
+		return true;
+	}
+	iod->first_len = bv.bv_len;
+	iod->mapped = true;
+	cmd->rw.dptr.prp1 = cpu_to_le64(iod->first_dma);
+	if (bv.bv_len > first)
+		cmd->rw.dptr.prp2 = cpu_to_le64(iod->first_dma + first);
+	*sts = BLK_STS_OK;
+	return true;
+}
+
 static blk_status_t ssdq_map_data(struct ssdq_dev *dev, struct request *req,
 				  struct nvme_command *cmd)
 {
@@ -170,6 +207,9 @@ static blk_status_t ssdq_map_data(struct ssdq_dev *dev, struct request *req,
 	blk_status_t sts;
 	int ret;
 
+	iod->first_len = 0;
+	if (ssdq_map_simple(dev, req, cmd, &sts))
+		return sts;
 	/*
 	 * The table's orig_nents is what sg_free_table_chained() frees by, so
 	 * it stays as allocated; merging may map fewer entries (sg_count).
@@ -219,13 +259,18 @@ static void ssdq_unmap_data(struct ssdq_dev *dev, struct request *req)
 	}
 	if (!iod->mapped)
 		return;
+	iod->mapped = false;
+	if (iod->first_len) {
+		dma_unmap_page(ssdq_dmadev(dev), iod->first_dma, iod->first_len,
+			       rq_dma_dir(req));
+		return;
+	}
 	if (iod->prp_list)
 		dma_pool_free(dev->prp_pool, iod->prp_list, iod->prp_list_dma);
 	iod->prp_list = NULL;
 	dma_unmap_sg(ssdq_dmadev(dev), iod->sgt.sgl, iod->sg_count,
 		     rq_dma_dir(req));
 	sg_free_table_chained(&iod->sgt, SSDQ_INLINE_SGES);
-	iod->mapped = false;
 }
 
 /*
@@ -446,13 +491,11 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 			return;
 	}
 	blk_mq_set_request_complete(req);
-	if (q->poll_queue) {
-		if (!blk_mq_add_to_batch(req, iob, iod->nvme_status,
-					 ssdq_complete_batch))
-			ssdq_complete_rq(req);
+	if (!q->poll_queue && ssdq_steer_away(q, req))
 		return;
-	}
-	if (!ssdq_steer_away(q, req))
+	/* A failed request ends alone: recovery may run it again. */
+	if (!blk_mq_add_to_batch(req, iob, iod->nvme_status,
+				 ssdq_complete_batch))
 		ssdq_complete_rq(req);
 }
 
@@ -474,12 +517,21 @@ static void ssdq_note_sq_head(struct ssdq_queue *q)
 
 /*
  * The I/O queues' reaper (struct ssdq_queue's reap): every new CQE, then
- * one IPI per CPU that steering sent completions to.
+ * one IPI per CPU that steering sent completions to. The requests a reap
+ * ends here end together, in one blk_mq_end_request_batch(): in the
+ * poller's batch, which blk-mq completes after ->poll, or in one of the
+ * reap's own (an interrupt, irq_poll round or recovery's reap), completed
+ * before it returns, so that whoever waits for the reapers to stop
+ * (ssdq_irq_quiesce()) finds the requests ended too.
  */
 int ssdq_io_reap(struct ssdq_queue *q, int budget, struct io_comp_batch *iob)
 {
-	int found = ssdq_cq_reap(q, budget, ssdq_handle_cqe, iob);
+	DEFINE_IO_COMP_BATCH(batch);
+	int found;
 
+	found = ssdq_cq_reap(q, budget, ssdq_handle_cqe, iob ? iob : &batch);
+	if (!ssdq_iob_empty(&batch))
+		batch.complete(&batch);
 	if (found)
 		ssdq_note_sq_head(q);
 	if (!cpumask_empty(q->steer_pending))
@@ -559,7 +611,7 @@ void ssdq_complete_rq(struct request *req)
 	blk_mq_end_request(req, ssdq_error_status(status));
 }
 
-/* Polled completions end together: one batch per ->poll call. */
+/* Completions of one reap that succeeded end together (ssdq_io_reap()). */
 static void ssdq_complete_batch(struct io_comp_batch *iob)
 {
 	struct request *req;
