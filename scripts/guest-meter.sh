@@ -43,6 +43,21 @@ WANT_SIDES=${SSDQ_METER_SIDES:-}
 VARIANTS=${SSDQ_METER_VARIANTS:-}
 VARIANT_JOBS=${SSDQ_METER_VARIANT_JOBS:-rr4k-qd1 rr4k-qd32x2}
 
+# The block size of fio options in bytes (--bs=4k): each job process does
+# N I/Os as io_size = N x bs, which (unlike number_ios) wraps around the
+# region when it is smaller (the 128 KiB sequential job).
+fio_bs() { # fio-args...
+	local a v=4k
+	for a in "$@"; do
+		[[ $a != --bs=* ]] || v=${a#--bs=}
+	done
+	case $v in
+	*k) echo $((${v%k} * 1024)) ;;
+	*m) echo $((${v%m} * 1048576)) ;;
+	*) echo "$v" ;;
+	esac
+}
+
 MARKS=0 # marks executed so far; the plugin numbers them the same way
 mark() {
 	"$MARK" || bdie "the marker $MARK failed"
@@ -53,7 +68,7 @@ mark() {
 # (mark_from, mark_to: the plugin's numbers; its dump at mark_to is what ran
 # since mark_from).
 window() { # job side variant n fio-args...
-	local job=$1 side=$2 variant=$3 n=$4 rc=0 m0 ios0 jobs
+	local job=$1 side=$2 variant=$3 n=$4 rc=0 m0 ios0 jobs bs
 	shift 4
 	local disk=${DISK_OF[$side]} err=$B_OUT/fio/$job-$side-$variant-$n.err
 	local -a engine=(--ioengine=io_uring --direct=1)
@@ -62,13 +77,14 @@ window() { # job side variant n fio-args...
 	# when --ioengine changes after them).
 	[[ ${COUNT_OF[$side]} != ring ]] || engine=(--ioengine=io_uring_cmd --cmd_type=nvme --direct=0)
 	jobs=$(fio_numjobs "$@")
+	bs=$(fio_bs "$@")
 	disk_ios "$disk"
 	ios0=$IOS
 	mark
 	# The plugin numbers marks from 0: this one is MARKS - 1.
 	m0=$((MARKS - 1))
 	fio --name="$job" --filename="${FILE_OF[$side]}" "${engine[@]}" \
-		--size="$B_SIZE" --norandommap --number_ios="$n" "$@" \
+		--size="$B_SIZE" --norandommap --io_size=$((n * bs)) "$@" \
 		--output-format=terse >/dev/null 2>"$err" || rc=$?
 	mark
 	disk_ios "$disk"

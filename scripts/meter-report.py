@@ -20,7 +20,9 @@ import os
 import re
 import sys
 
-from reportlib import div, fmt, median, r2, row, write
+import shutil
+
+from reportlib import div, fmt, gnuplot, median, r2, row, write
 
 # Layers, by the symbol a block starts in: the module's own symbols first
 # (kallsyms tags them), then by name, first match wins. The I/O path is the
@@ -389,6 +391,50 @@ def report(d, meta, summ, per_boot):
     return "\n".join(out) + "\n"
 
 
+CHART_LAYERS = IO_PATH + ["entropy", "timers", "scheduler", "syscall entry/exit", "other kernel"]
+CHART_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def chart(d, summ):
+    """A stacked bar per job and side (ssdq, nvme; and the passthrough
+    sides where they ran): the kernel's instructions per I/O by layer."""
+    if not shutil.which("gnuplot"):
+        return False
+    rows = []
+    for job in sorted({k[0] for k in summ}):
+        for side in ("ssdq", "nvme", "ssdq_pt", "nvme_pt"):
+            x = summ.get((job, side, "default"))
+            if x is None:
+                continue
+            vals = [max(0, (x["layers"].get(lab) or {"median": 0})["median"]) for lab in CHART_LAYERS]
+            rows.append([f"{job} {SIDE_LABEL[side]}"] + vals)
+    if not rows:
+        return False
+    dat = os.path.join(d, "chart-layers.dat")
+    with open(dat, "w") as f:
+        f.writelines("\t".join(str(v) for v in r) + "\n" for r in rows)
+    cols = ", ".join(("'{0}' using {1}:xtic(1)" if i == 0 else "'' using {1}").format(dat, i + 2)
+                     + f' title "{lab}" lc rgb "{CHART_COLORS[i]}"'
+                     for i, lab in enumerate(CHART_LAYERS))
+    gnuplot(f"""set terminal pngcairo size 1200,640 font "DejaVu Sans,10"
+set output '{d}/layers.png'
+set title "Guest kernel instructions per I/O by layer (make meter: counted, median of window pairs)"
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.85 border -1
+set boxwidth 0.8
+set ylabel "instructions per I/O"
+set yrange [0:*]
+set grid ytics
+set key outside right top noenhanced
+set xtics rotate by -35 noenhanced
+set datafile separator "\t"
+plot {cols}
+""")
+    return os.path.exists(os.path.join(d, "layers.png"))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: meter-report.py RESULTS_DIR")
@@ -408,6 +454,8 @@ def main():
            "pairs": per_boot}
     write(os.path.join(d, "results.json"), json.dumps(res, indent=1) + "\n")
     text = report(d, meta, summ, per_boot)
+    if chart(d, summ):
+        text = text.replace("\n## ", "\n![instructions per I/O by layer](layers.png)\n\n## ", 1)
     write(os.path.join(d, "report.md"), text)
     print(text.split("\n## ")[0] + "\n## " + text.split("\n## ")[1] if "\n## " in text else text)
 

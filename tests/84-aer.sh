@@ -12,6 +12,8 @@
 #   a controller that     recovery fails: ssdq fails the controller for
 #   will not restart      good (bus mastering off first), I/O gets EIO at
 #                         once, the module unloads
+#   ... on a controller   the link reset's slot_reset still restores config
+#   already given up on   space: a rebind brings the controller back
 # Both under fio verify with a polled queue and irqpoll with deferral busy,
 # so the take-back meets every reaper. Runs in the PCI Express boot only
 # (vm.sh --pcie: q35, the controller behind a root port with AER).
@@ -171,4 +173,26 @@ assert_eq "'disabling for good' lines" \
 	"$(dmesg_raw_since aer-failed | grep -c 'ssdq.*disabling the controller for good: controller does not disable after a PCI reset' || true)" 1
 assert_given_up
 assert_eq "disk size after the failure (sectors)" "$(cat "$SYS/size")" 0
+dut_unload
+
+# --- A fatal error on a controller given up on before it came (a reset
+# that cannot disable it): the link reset wipes config space all the same.
+# ssdq still asks for the slot reset, whose config restore lets a rebind
+# find the controller (answering DISCONNECT left the BARs at 0, and the
+# rebind read a controller of all zeros: "lacks the NVM command set").
+dut_load poll_queues=1
+DBG=/sys/kernel/debug/ssdq/$DISK FAULT=/sys/kernel/debug/ssdq/$DISK/fault SYS=/sys/block/$DISK
+echo 1 >"$FAULT/fail_disable"
+(echo 1 >"$SYS/recovery/reset") 2>/dev/null || true
+assert_eq "controller dead after a reset that could not disable it" "$(rec dead)" 1
+kmsg_mark aer-dead
+aer_inject "$MALF_TLP" || fail "aer_inject failed"
+failed_again() { [[ $(dmesg_raw_since aer-dead) == *"device recovery failed"* ]]; }
+wait_for 60 "the PCI core to give up on the dead controller" failed_again
+echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/unbind
+echo "$PCI_DUT" >/sys/bus/pci/drivers/ssdq/bind 2>/dev/null ||
+	fail "rebinding after a fatal error on a dead controller failed: $(dmesg_raw_since aer-dead | grep 'ssdq 0000' | tail -n1)"
+dut_wait_disk 60
+verify after-dead $((8 * MiB / IO_DIV))
+ok "a rebind after a fatal error on a dead controller works, data verified"
 dut_unload

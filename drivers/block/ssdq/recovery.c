@@ -376,6 +376,8 @@ void ssdq_pci_reset_done(struct ssdq_dev *dev)
  *    does, but without touching registers (ssdq_take_back()): they are
  *    requeued, not failed, and run again after slot_reset.
  *  - Permanent failure: the controller is gone; fail it.
+ *  - Fatal with the controller already given up on: the link reset still
+ *    needs its slot_reset, for config space.
  *
  * Until the core reports the link normal again, timeouts only re-arm
  * (ssdq_timeout()), and a requested reset waits for slot_reset.
@@ -400,7 +402,14 @@ pci_ers_result_t ssdq_pci_error_detected(struct ssdq_dev *dev,
 
 	mutex_lock(&dev->recovery_lock);
 	if (ssdq_dead(dev)) {
-		ret = PCI_ERS_RESULT_DISCONNECT;
+		/*
+		 * Nothing to bring back, but the link reset comes all the
+		 * same and wipes config space. Asking for it gets slot_reset
+		 * called, which restores config space (and then gives up
+		 * again): with DISCONNECT here the BARs would stay at 0, and
+		 * a later rebind would read a controller of all zeros.
+		 */
+		ret = PCI_ERS_RESULT_NEED_RESET;
 	} else if (!dev->pci_error_stopped) {
 		dev_warn(&dev->pdev->dev,
 			 "resetting the controller: PCI error, link frozen\n");
