@@ -260,6 +260,27 @@ def boot_results(d):
     return meta, out
 
 
+def irq_fit(rs, lab="driver"):
+    """At depth, interrupts per I/O follow host timing, and a layer's cost
+    per I/O is a part per I/O plus a part per interrupt: the least-squares
+    line through the window pairs (a + b x MSI-X per I/O), with its largest
+    residual. None under four pairs (make meter SSDQ_METER_REPEAT=2: four
+    per job and side over two boots) or with one interrupt rate."""
+    pts = [(r["irqs"], r["layers"].get(lab, [0, 0])[0]) for _, r in rs]
+    n = len(pts)
+    if n < 4:
+        return None
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx < 1e-9:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    a = my - b * mx
+    return {"per_io": a, "per_irq": b, "pairs": n,
+            "max_residual": max(abs(y - a - b * x) for x, y in pts) if n > 2 else None}
+
+
 def summarize(per_boot):
     """Per (job, side, variant): each layer's per-I/O figures over every
     window pair of every boot (median, min, max)."""
@@ -272,7 +293,8 @@ def summarize(per_boot):
     for k, rs in groups.items():
         labs = set().union(*(r["layers"] for _, r in rs))
         s = {"pairs": len(rs), "boots": len({b for b, _ in rs}), "layers": {}, "atomics": {}, "events": {},
-             "named_share": min(r["named_share"] for _, r in rs if r["named_share"] is not None)}
+             "named_share": min(r["named_share"] for _, r in rs if r["named_share"] is not None),
+             "irq_fit": irq_fit(rs)}
         for lab in labs:
             xs = [r["layers"].get(lab, [0, 0])[0] for _, r in rs]
             ys = [r["layers"].get(lab, [0, 0])[1] for _, r in rs]
@@ -336,6 +358,13 @@ def report(d, meta, summ, per_boot):
             for e, lab in EVENTS.items():
                 xa, xb = a["events"].get(e), b["events"].get(e)
                 out.append(row(lab, spread(xa), spread(xb), r2(div(xa and xa["median"], xb and xb["median"]))))
+            fa, fb = a["irq_fit"], b["irq_fit"]
+            if fa or fb:
+                cell = lambda f: "n/a" if not f else (  # noqa: E731
+                    f"{fmt(f['per_io'])} + {fmt(f['per_irq'])} per interrupt"
+                    + (f" (max residual {fmt(f['max_residual'])})" if f["max_residual"] is not None else ""))
+                out.append(row(f"driver = per I/O + per interrupt (fit over {max((f or {}).get('pairs', 0) for f in (fa, fb))} window pairs)",
+                               cell(fa), cell(fb), r2(div(fa and fa["per_io"], fb and fb["per_io"]))))
             out.append(row("kernel instructions on named symbols", f"{100 * a['named_share']:.2f}%",
                            f"{100 * b['named_share']:.2f}%", ""))
             out.append(row("window pairs (boots)", f"{a['pairs']} ({a['boots']})", f"{b['pairs']} ({b['boots']})", ""))
