@@ -785,6 +785,20 @@ def halfwidth(v):
     return (v["hi"] - v["lo"]) / 2 / v["ratio"]
 
 
+def targets_summary(vs, all_met, noun, what):
+    """The line under a targets table: all met, or which were not (WHAT
+    names a verdict's job and pair)."""
+    short = [v for v in vs if v["pass"] is False]
+    judged = sum(v["pass"] is not None for v in vs)
+    if judged and not short:
+        return [all_met]
+    if short:
+        return [f"**{len(short)} of {judged} {noun} not met:** "
+                + "; ".join(f"{what(v)} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
+                            for v in short) + "."]
+    return []
+
+
 def section_targets(res):
     g = res["guest"]
     out = ["## Targets", "",
@@ -800,14 +814,8 @@ def section_targets(res):
                        r2(v["slot_effect"]) if v.get("slot_effect") else "n/a",
                        f"{op} {r2(v['target'])}", verdict(v)))
     out.append("")
-    short = [v for v in res["verdicts"] if v["pass"] is False]
-    judged = sum(v["pass"] is not None for v in res["verdicts"])
-    if judged and not short:
-        out.append("**ssdq meets every target judged here.**")
-    elif short:
-        out.append(f"**{len(short)} of {judged} targets not met:** "
-                   + "; ".join(f"{v['job']} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
-                               for v in short) + ".")
+    out += targets_summary(res["verdicts"], "**ssdq meets every target judged here.**", "targets",
+                           lambda v: v["job"])
     gaps = [v for v in res["verdicts"] if v.get("rounds_incomplete")]
     if gaps:
         out.append("Rounds left out because one layout's run failed: "
@@ -1083,15 +1091,10 @@ def section_passthrough(res):
                                r2(m["gmean"]), interval(m["lo"], m["hi"]),
                                standing(PT_BETTER[k], m["lo"], m["hi"]) or "n/a",
                                tcell, verdict(v) if v else ""))
-    short = [v for v in P["verdicts"] if v["pass"] is False]
-    judged = sum(v["pass"] is not None for v in P["verdicts"])
     out.append("")
-    if judged and not short:
-        out.append("**Every passthrough target judged here is met.**")
-    elif short:
-        out.append(f"**{len(short)} of {judged} passthrough targets not met:** "
-                   + "; ".join(f"{v['job']} {PT_LABELS[v['a']]} / {PT_LABELS[v['b']]} {mlabel(v['metric'])} (x{r2(v['ratio'])}, {interval(v['lo'], v['hi'])})"
-                               for v in short) + ".")
+    out += targets_summary(P["verdicts"], "**Every passthrough target judged here is met.**",
+                           "passthrough targets",
+                           lambda v: f"{v['job']} {PT_LABELS[v['a']]} / {PT_LABELS[v['b']]}")
     for job in PT_JOBS:
         L = pt_layers(res, job)
         if not L:

@@ -271,28 +271,41 @@ snapshot() { # side array-name a|b
 	return 0
 }
 
+# A changing seq_file (debugfs counters, /proc/*/fdinfo) is read whole, by
+# mapfile, into LINES: bash's read line by line reads ahead and seeks back,
+# and a seek makes the kernel generate the file again, with new numbers of
+# other lengths, so the next line may start anywhere (a bench run died on
+# an empty "line" of ssdq's counters).
+LINES=()
+lines_of() { # file [max-lines]
+	LINES=()
+	mapfile -t ${2:+-n "$2"} LINES <"$1"
+}
+
 # ssdq's own debugfs counters, summed over the I/O queues (qid > 0); the
 # header line names the columns.
 ssdq_counters() { # array-name disk
 	local -n _c=$1
-	local d=/sys/kernel/debug/ssdq/$2 file c key val
+	local d=/sys/kernel/debug/ssdq/$2 file c l key val
 	local -a h v
 	for file in plugging irq; do
 		[[ -r $d/$file ]] || continue
-		{
-			read -r -a h
-			while read -r -a v; do
-				[[ ${v[0]} =~ ^[0-9]+$ ]] && ((v[0] > 0)) || continue
-				for ((c = 1; c < ${#h[@]}; c++)); do
-					_c["${file}_${h[c]}"]=$((${_c["${file}_${h[c]}"]:-0} + ${v[c]:-0}))
-				done
+		lines_of "$d/$file"
+		read -r -a h <<<"${LINES[0]:-}"
+		for l in "${LINES[@]:1}"; do
+			read -r -a v <<<"$l"
+			[[ ${v[0]:-} =~ ^[0-9]+$ ]] && ((v[0] > 0)) || continue
+			for ((c = 1; c < ${#h[@]}; c++)); do
+				_c["${file}_${h[c]}"]=$((${_c["${file}_${h[c]}"]:-0} + ${v[c]:-0}))
 			done
-		} <"$d/$file"
+		done
 	done
 	if [[ -r $d/steering ]]; then
-		while read -r key val; do
+		lines_of "$d/steering"
+		for l in "${LINES[@]}"; do
+			read -r key val <<<"$l"
 			[[ $val =~ ^[0-9]+$ ]] && _c["steering_$key"]=$val
-		done <"$d/steering"
+		done
 	fi
 	return 0
 }
@@ -352,8 +365,23 @@ disk_ios() { # disk
 # of ms under TCG).
 RING_FILES=()
 RING_LOST=0 # a ring's fdinfo went away (its job ended) since find_rings
+# The CQ head in an io_uring fd's fdinfo, into CQ_HEAD; fails for any
+# other fd, or one that went away. It is the tenth line (after pos, flags,
+# mnt_id, ino and five of the ring's), before the long lists of entries.
+CQ_HEAD=
+cq_head() { # fdinfo-file
+	local l
+	lines_of "$1" 16 2>/dev/null || return 1
+	for l in "${LINES[@]}"; do
+		[[ $l =~ ^CqHead:[[:space:]]*([0-9]+) ]] || continue
+		CQ_HEAD=${BASH_REMATCH[1]}
+		return 0
+	done
+	return 1
+}
+
 find_rings() { # pid
-	local p t f k v
+	local p t f
 	local -a todo=("$1") kids
 	RING_FILES=()
 	while ((${#todo[@]})); do
@@ -365,11 +393,7 @@ find_rings() { # pid
 			todo+=("${kids[@]}")
 		done
 		for f in "/proc/$p/fdinfo"/*; do
-			while read -r k v; do
-				[[ $k == CqHead: ]] || continue
-				RING_FILES+=("$f")
-				break
-			done <"$f" 2>/dev/null || true
+			cq_head "$f" && RING_FILES+=("$f")
 		done
 	done
 	RING_LOST=0
@@ -378,28 +402,23 @@ find_rings() { # pid
 # Completions fio has reaped from the rings find_rings found, into IOS
 # (the CQ heads, summed).
 ring_ios() {
-	local f k v seen
+	local f
 	IOS=0
 	for f in "${RING_FILES[@]}"; do
-		seen=0
-		while read -r k v; do
-			[[ $k == CqHead: ]] || continue
-			IOS=$((IOS + v))
-			seen=1
-			break
-		done <"$f" 2>/dev/null || true
-		((seen)) || RING_LOST=1
+		if cq_head "$f"; then
+			IOS=$((IOS + CQ_HEAD))
+		else
+			RING_LOST=1
+		fi
 	done
 }
 
-# I/Os SIDE has completed so far, into IOS (fio's rings for a ring-counted
-# side).
-side_ios() { # side
-	if [[ ${COUNT_OF[$1]} == ring ]]; then
-		ring_ios
-	else
-		disk_ios "${DISK_OF[$1]}"
-	fi
+# I/Os SIDE has completed before its fio starts, into IOS: what
+# wait_io_start waits to see exceeded. A ring-counted side starts from 0
+# (fio's rings are new).
+side_base() { # side
+	IOS=0
+	[[ ${COUNT_OF[$1]} == ring ]] || disk_ios "${DISK_OF[$1]}"
 }
 
 # Wait (up to 60 s) until SIDE completes I/O beyond BASE or PID exits: fio
@@ -475,8 +494,7 @@ measure_run() {
 	trace_off
 	tr0=$TRACE_OFF
 	# A ring-counted side counts from 0: fio's rings are new.
-	IOS=0
-	[[ ${COUNT_OF[$side]} == ring ]] || disk_ios "$disk"
+	side_base "$side"
 	base=$IOS
 	tl=${EPOCHREALTIME/./}
 	# fio at nice 0; this sampler runs at -5 (see sampler_priority).

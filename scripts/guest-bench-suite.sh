@@ -409,8 +409,7 @@ profile_run() { # job side fio-args...
 		return 0
 	fi
 	fio_common "$RT" "$RAMP"
-	IOS=0
-	[[ ${COUNT_OF[$side]} == ring ]] || disk_ios "$disk"
+	side_base "$side"
 	base=$IOS
 	nice -n "$FIO_NICE" fio --name="$job" --filename="${FILE_OF[$side]}" "${FIO_COMMON[@]}" "$@" \
 		--output="$out.fio.json" >/dev/null 2>"$out.fio.err" &
