@@ -387,7 +387,8 @@ def ablations(runs):
     return out
 
 
-SCALE_METRICS = ["iops", "p50_us", "p99_us", "cpu_us_per_io"]
+SCALE_METRICS = ["iops", "p50_us", "p99_us", "cpu_us_per_io", "irq_per_io", "msix_per_io", "sqdb_per_io",
+                 "cqdb_per_io"]
 
 
 def numjobs(run):
@@ -1182,6 +1183,53 @@ def section_ablations(res, have):
     return out
 
 
+def scale_device_events(P):
+    """What each point cost the device's side, per I/O, from QEMU's trace
+    (MMIO doorbell writes, SQ and CQ together; MSI-X messages) and the
+    guest's interrupt count: medians of each side, and how many points keep
+    ssdq at or under nvme (issue 27's target: every point)."""
+    def per(p, side, keys):
+        v = [p["metrics"][k][side] for k in keys]
+        return None if any(x is None for x in v) else sum(v)
+    have = [p for p in P if p["metrics"].get("sqdb_per_io", {}).get("a") is not None]
+    if not have:
+        return ["", "Device events per I/O: not recorded (no QEMU trace in this boot, or results from before "
+                "the scale grid kept them)."]
+    out = ["", "Device events per I/O at each point (medians; MMIO = SQ + CQ doorbell writes and MSI-X from "
+           "QEMU's trace, interrupts from the guest's /proc/interrupts). Unlike IOPS these are counts, not "
+           "timings, but how many I/Os one doorbell or interrupt covers still depends on how fast the host "
+           "runs the device:", "",
+           "| numjobs | QD | MMIO nvme | MMIO ssdq | ssdq/nvme | MSI-X nvme | MSI-X ssdq | ssdq/nvme |"
+           " interrupts nvme | interrupts ssdq |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    tally = {"MMIO": [0, 0], "MSI-X": [0, 0]}
+    ratios = {"MMIO": [], "MSI-X": []}
+    for p in have:
+        m = p["metrics"]
+        mb, ma = per(p, "b", ["sqdb_per_io", "cqdb_per_io"]), per(p, "a", ["sqdb_per_io", "cqdb_per_io"])
+        xb, xa = m["msix_per_io"]["b"], m["msix_per_io"]["a"]
+        cells = []
+        for name, a, b in (("MMIO", ma, mb), ("MSI-X", xa, xb)):
+            rr = div(a, b)
+            if rr:
+                ratios[name].append(rr)
+            if a is not None and b is not None:
+                tally[name][1] += 1
+                tally[name][0] += a <= b * 1.005 or a < 0.001
+            cells += [fmt(b), fmt(a), r2(rr)]
+        out.append(row(str(p["numjobs"]), str(p["qd"]), *cells,
+                       fmt(m["irq_per_io"]["b"]), fmt(m["irq_per_io"]["a"])))
+    out += ["", "ssdq at or under nvme (within 0.5%): MMIO writes at "
+            f"{tally['MMIO'][0]} of {tally['MMIO'][1]} points, MSI-X at {tally['MSI-X'][0]} of "
+            f"{tally['MSI-X'][1]}."]
+    for name, rs in ratios.items():
+        if len(rs) >= 3:
+            _, lo, hi = ratio_interval(rs)
+            out[-1] += (f" Over the points, {name} ssdq/nvme {r2(gmean(rs))} (geometric mean; 95% interval "
+                        f"{interval(lo, hi)}, range {r2(min(rs))}-{r2(max(rs))}).")
+    return out
+
+
 def section_scale(res, have):
     g, h = res["guest"], res["host"]
     out = ["## Scaling: queue depth x numjobs", ""]
@@ -1233,6 +1281,7 @@ def section_scale(res, have):
         m = sum(se) / len(se)
         sd = math.sqrt(sum((x - m) ** 2 for x in se) / (len(se) - 1))
         out.append(f"Noise: the slot column varies over the points by +-{(math.exp(sd) - 1) * 100:.0f}% (one standard deviation, geometric; mean {r2(math.exp(m))}). If the slots differ by about the same at every point (the A/A controls put their difference for reads within a few percent), that spread is the runs' noise, and a point's ratio carries as much: read a single point's ratio within about +-{(math.exp(2 * sd) - 1) * 100:.0f}% of 1.00 as no difference, and look for a trend over several points instead.")
+    out += scale_device_events(P)
     bad = [p for p in P if p["runs_failed"]]
     if bad:
         out.append("Points with failed runs (left out of their medians and ratios): "
