@@ -270,6 +270,13 @@ static inline void ssdq_unfreeze_unowned(struct request_queue *q)
 #define BLK_FEAT_ADD_RANDOM	BIT(3)
 #endif
 
+/* queue/add_random: a feature since 6.11, a queue flag before. */
+#ifdef SSDQ_HAVE_BLK_FEAT
+#define ssdq_queue_add_random(q) ((q)->limits.features & BLK_FEAT_ADD_RANDOM)
+#else
+#define ssdq_queue_add_random(q) blk_queue_add_random(q)
+#endif
+
 #ifndef SSDQ_HAVE_ALLOC_DISK_LIMITS
 static inline void ssdq_apply_limits(struct request_queue *q,
 				     const struct queue_limits *lim,

@@ -661,6 +661,13 @@ extern const struct attribute_group ssdq_ident_disk_group;
 int __init ssdq_params_check(void);
 
 /* fault.c */
+
+/* Is any fault armed? Tested inline on the hot path, before any call. */
+static inline bool ssdq_fault_armed(struct ssdq_dev *dev)
+{
+	return unlikely(READ_ONCE(dev->fault.armed));
+}
+
 resource_size_t ssdq_fault_bar_len(struct ssdq_dev *dev, resource_size_t len);
 void ssdq_fault_init(struct ssdq_dev *dev);
 void ssdq_fault_debugfs_init(struct ssdq_dev *dev);
@@ -682,10 +689,23 @@ int ssdq_queue_alloc(struct ssdq_dev *dev, u16 qid, u16 depth,
 void ssdq_queue_free(struct ssdq_queue *q);
 void ssdq_queue_reset_rings(struct ssdq_queue *q);
 void ssdq_queue_set_dbbuf(struct ssdq_queue *q, __le32 *dbs, __le32 *eis);
-void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
 void ssdq_sq_ring_doorbell(struct ssdq_queue *q);
 void ssdq_submit_cmd(struct ssdq_queue *q, const struct nvme_command *cmd);
 void ssdq_cq_ring_doorbell(struct ssdq_queue *q);
+
+/*
+ * Copy a command into the SQ. Caller holds q->sq_lock. Inline: every I/O
+ * runs it, and it is a 64-byte copy and an index.
+ */
+static __always_inline void ssdq_sq_copy_cmd(struct ssdq_queue *q,
+					     const struct nvme_command *cmd)
+{
+	memcpy(&q->sq_cmds[q->sq_tail], cmd, sizeof(*cmd));
+	if (++q->sq_tail == q->depth)
+		q->sq_tail = 0;
+	/* Read without the lock by adaptive moderation (irq.c). */
+	WRITE_ONCE(q->plug.submitted, q->plug.submitted + 1);
+}
 
 static inline bool ssdq_cq_pending(struct ssdq_queue *q)
 {
@@ -762,9 +782,36 @@ int ssdq_steer_init(struct ssdq_dev *dev);
 void ssdq_steer_free(struct ssdq_dev *dev);
 int ssdq_steer_init_queue(struct ssdq_queue *q);
 void ssdq_steer_free_queue(struct ssdq_queue *q);
-bool ssdq_steer_away(struct ssdq_queue *q, struct request *req);
+bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req);
 void ssdq_steer_send_ipis(struct ssdq_queue *q);
-void ssdq_steer_account(struct ssdq_dev *dev, struct request *req);
+
+/*
+ * Does a completed request leave this CPU? Asked by a queue's reaper once
+ * per CQE, with the request already marked complete: false (complete it
+ * here) when steering is off or the request is on its submitting CPU,
+ * otherwise steer.c decides.
+ */
+static inline bool ssdq_steer_away(struct ssdq_queue *q, struct request *req)
+{
+	unsigned int mode = READ_ONCE(q->dev->steer_mode);
+
+	if (mode == SSDQ_STEER_OFF ||
+	    (mode == SSDQ_STEER_IPI &&
+	     blk_mq_rq_cpu(req) == raw_smp_processor_id()))
+		return false;
+	return ssdq_steer_elsewhere(q, req);
+}
+
+/* Where did completions end up? Counted where every request ends. */
+static inline void ssdq_steer_account(struct ssdq_dev *dev,
+				      struct request *req)
+{
+	if (blk_mq_rq_cpu(req) == raw_smp_processor_id())
+		this_cpu_inc(dev->steer->local);
+	else
+		this_cpu_inc(dev->steer->remote);
+}
+
 void ssdq_steer_debugfs_init(struct ssdq_dev *dev);
 extern const struct attribute_group ssdq_steer_attr_group;
 

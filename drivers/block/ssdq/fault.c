@@ -73,7 +73,7 @@ bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind)
 /* Drop this I/O queue interrupt? Only if it announces a CQE to strand. */
 bool ssdq_fault_drop_irq(struct ssdq_queue *q)
 {
-	return q->qid && READ_ONCE(q->dev->fault.armed) && ssdq_cq_pending(q) &&
+	return q->qid && ssdq_fault_armed(q->dev) && ssdq_cq_pending(q) &&
 	       ssdq_fault_take(q->dev, SSDQ_FAULT_DROP_IRQ);
 }
 
@@ -140,8 +140,7 @@ unsigned long ssdq_fault_slow_enable(struct ssdq_dev *dev)
 /* Does the driver believe the controller is gone? */
 bool ssdq_fault_gone(struct ssdq_dev *dev)
 {
-	return unlikely(READ_ONCE(dev->fault.armed)) &&
-	       atomic_read(&dev->fault.gone);
+	return ssdq_fault_armed(dev) && atomic_read(&dev->fault.gone);
 }
 
 /*

@@ -26,6 +26,7 @@
 #include <linux/blk-mq.h>
 #include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
+#include <linux/random.h>
 
 #include <ssdq/ssdq.h>
 #include "trace.h"
@@ -459,7 +460,7 @@ static void ssdq_handle_cqe(struct ssdq_queue *q, struct nvme_completion *cqe,
 {
 	struct ssdq_dev *dev = q->dev;
 	u16 cid = READ_ONCE(cqe->command_id);
-	bool faults = unlikely(READ_ONCE(dev->fault.armed));
+	bool faults = ssdq_fault_armed(dev);
 	struct ssdq_iod *iod;
 	struct request *req;
 
@@ -592,6 +593,18 @@ static void ssdq_log_error(struct ssdq_dev *dev, struct request *req,
 }
 
 /*
+ * queue/add_random: blk-mq leaves feeding the entropy pool to the driver
+ * (SCSI does it for each command), so ssdq does, for each request, when the
+ * switch asks. An SSD's completion times make poor entropy: off by default
+ * (disk.c), and then this costs one test.
+ */
+static void ssdq_add_randomness(struct request *req)
+{
+	if (unlikely(ssdq_queue_add_random(req->q)))
+		add_disk_randomness(req->q->disk);
+}
+
+/*
  * The end of every request: blk-mq's ->complete, called here, by steering's
  * IPI, or by blk-mq. A request that failed may be run again (recovery.c
  * decides); the rest end here with their status.
@@ -603,6 +616,7 @@ void ssdq_complete_rq(struct request *req)
 
 	ssdq_steer_account(dev, req);
 	ssdq_unmap_data(dev, req);
+	ssdq_add_randomness(req);
 	if (unlikely(status)) {
 		if (ssdq_retry_rq(dev, req, status))
 			return;
@@ -621,6 +635,7 @@ static void ssdq_complete_batch(struct io_comp_batch *iob)
 
 		ssdq_steer_account(dev, req);
 		ssdq_unmap_data(dev, req);
+		ssdq_add_randomness(req);
 	}
 	blk_mq_end_request_batch(iob);
 }

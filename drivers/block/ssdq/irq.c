@@ -205,7 +205,8 @@ static void ssdq_irqpoll_start(struct ssdq_queue *q)
  * leaves it alone, e.g. right after the mode was switched; and so does a
  * handler while the queue is quiesced.
  */
-static irqreturn_t ssdq_irq_handle_locked(struct ssdq_queue *q)
+static __always_inline irqreturn_t
+ssdq_irq_handle_locked(struct ssdq_queue *q)
 {
 	unsigned int mode;
 	int found;
@@ -233,7 +234,8 @@ static irqreturn_t ssdq_irq_handle_locked(struct ssdq_queue *q)
  */
 static bool ssdq_irq_dropped(struct ssdq_queue *q)
 {
-	return !q->in_irqpoll && !q->irq_stopped && ssdq_fault_drop_irq(q);
+	return !q->in_irqpoll && !q->irq_stopped && ssdq_fault_armed(q->dev) &&
+	       ssdq_fault_drop_irq(q);
 }
 
 static irqreturn_t ssdq_irq(int irq, void *data)

@@ -168,16 +168,6 @@ static bool ssdq_ring(struct ssdq_queue *q, u32 __iomem *db, __le32 *shadow,
 	return true;
 }
 
-/* Caller holds q->sq_lock. */
-void ssdq_sq_copy_cmd(struct ssdq_queue *q, const struct nvme_command *cmd)
-{
-	memcpy(&q->sq_cmds[q->sq_tail], cmd, sizeof(*cmd));
-	if (++q->sq_tail == q->depth)
-		q->sq_tail = 0;
-	/* Read without the lock by adaptive moderation (irq.c). */
-	WRITE_ONCE(q->plug.submitted, q->plug.submitted + 1);
-}
-
 /* Caller holds q->sq_lock. Publishes every command copied so far. */
 void ssdq_sq_ring_doorbell(struct ssdq_queue *q)
 {

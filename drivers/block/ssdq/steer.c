@@ -16,7 +16,11 @@
  * mode. Polled requests are completed by their poller.
  *
  * The I/O path (io.c) asks ssdq_steer_away() for each completion whether
- * it leaves this CPU; what stays is completed by the caller. The IPI ends
+ * it leaves this CPU; what stays is completed by the caller, who counts
+ * where it ended (ssdq_steer_account()). Both are inline, in ssdq.h: they
+ * run for every request, and their common answers (off, or already on the
+ * submitting CPU; a local completion) take a few instructions, less than
+ * a call into this file. The IPI ends
  * its requests through blk-mq's ->complete, as blk-mq's own IPI does.
  *
  * Switch:   /sys/block/ssdqN/steering/mode
@@ -99,33 +103,29 @@ void ssdq_steer_free_queue(struct ssdq_queue *q)
 }
 
 /*
- * Does a completed request leave this CPU? Asked by a queue's reaper once
- * per CQE, with the request already marked complete. True if it was sent
- * on (an IPI list, or blk-mq's own steering); false if the caller is to
- * complete it here. ssdq_steer_send_ipis() ends the reap.
+ * ssdq_steer_away()'s answer (ssdq.h) when the request may leave this CPU:
+ * blk mode, or ipi mode for a request submitted elsewhere. True if it was
+ * sent on (an IPI list, or blk-mq's own steering); false if the caller is
+ * to complete it here. ssdq_steer_send_ipis() ends the reap.
  */
-bool ssdq_steer_away(struct ssdq_queue *q, struct request *req)
+bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req)
 {
 	struct ssdq_dev *dev = q->dev;
 	int cpu = blk_mq_rq_cpu(req);
 
-	switch (READ_ONCE(dev->steer_mode)) {
-	case SSDQ_STEER_BLK:
+	if (READ_ONCE(dev->steer_mode) == SSDQ_STEER_BLK) {
 		blk_mq_complete_request(req);
 		return true;
-	case SSDQ_STEER_IPI:
-		if (cpu == raw_smp_processor_id() || !cpu_online(cpu))
-			return false;
-		/* Marked complete by the reaper: a reset leaves it to the IPI. */
-		trace_ssdq_steer(q, req, cpu);
-		llist_add(&ssdq_iod(req)->steer_node,
-			  &per_cpu_ptr(dev->steer, cpu)->list);
-		cpumask_set_cpu(cpu, q->steer_pending);
-		this_cpu_inc(dev->steer->steered);
-		return true;
-	default:
-		return false;
 	}
+	if (cpu == raw_smp_processor_id() || !cpu_online(cpu))
+		return false;
+	/* Marked complete by the reaper: a reset leaves it to the IPI. */
+	trace_ssdq_steer(q, req, cpu);
+	llist_add(&ssdq_iod(req)->steer_node,
+		  &per_cpu_ptr(dev->steer, cpu)->list);
+	cpumask_set_cpu(cpu, q->steer_pending);
+	this_cpu_inc(dev->steer->steered);
+	return true;
 }
 
 /*
@@ -148,15 +148,6 @@ void ssdq_steer_send_ipis(struct ssdq_queue *q)
 		else if (ret != -EBUSY)
 			ssdq_steer_ipi(sc);
 	}
-}
-
-/* Where did completions end up? Counted where every request ends. */
-void ssdq_steer_account(struct ssdq_dev *dev, struct request *req)
-{
-	if (blk_mq_rq_cpu(req) == raw_smp_processor_id())
-		this_cpu_inc(dev->steer->local);
-	else
-		this_cpu_inc(dev->steer->remote);
 }
 
 static struct ssdq_attr ssdq_steer_mode =

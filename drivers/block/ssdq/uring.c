@@ -87,10 +87,8 @@ static int ssdq_uring_ring_ok(unsigned int issue_flags)
 }
 
 /*
- * In the submitter's task: the buffer and the request go back, the CQE is
- * posted. The request is freed only here, so that iopoll, which may run
- * until the CQE is posted, never polls through a freed one: it holds the
- * queue, and so removal, which frees the tag set, waits for it.
+ * In the submitter's task: the buffer (and a polled command's request) go
+ * back, the CQE is posted.
  */
 static void ssdq_uring_finish(struct io_uring_cmd *ioucmd,
 			      unsigned int issue_flags)
@@ -111,16 +109,28 @@ SSDQ_URING_TASK_CB(ssdq_uring_finish)
  * steering's IPI, a reset's worker): keep its outcome and finish in the
  * task. Going through task work even when polled sends each CQE to its own
  * ring, whichever ring's iopoll reaped it (as nvme does).
+ *
+ * Who frees the request: an interrupt-driven one is freed here, by blk-mq,
+ * in the batch that ends it (its tag and queue reference go back with the
+ * others', as for the block path; freeing it alone from the task cost a
+ * queue run per I/O, blk-mq's restart check). A polled one (REQ_POLLED) is
+ * kept until its CQE is posted: io_uring's iopoll may still poll through
+ * it until then, and holding it holds the queue, so removal, which frees
+ * the tag set, waits for it. Only a polled ring calls iopoll, and only its
+ * commands are REQ_POLLED.
  */
 static enum rq_end_io_ret ssdq_uring_end_io(SSDQ_END_IO_PARAMS)
 {
 	struct io_uring_cmd *ioucmd = req->end_io_data;
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
+	bool polled = req->cmd_flags & REQ_POLLED;
 
 	pdu->status = ssdq_passthru_rq_status(req, err);
 	pdu->result = ssdq_iod(req)->result;
+	if (!polled)
+		pdu->req = NULL;
 	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
-	return RQ_END_IO_NONE;
+	return polled ? RQ_END_IO_NONE : RQ_END_IO_FREE;
 }
 
 static int ssdq_uring_map(struct request *req, struct io_uring_cmd *ioucmd,
@@ -279,7 +289,8 @@ int ssdq_uring_ctrl_cmd(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 
 /*
  * io_uring's iopoll for one of its commands: poll the request's queue if it
- * is a poll queue (the request is ours until its CQE: see above).
+ * is a poll queue (a polled command's request is ours until its CQE: see
+ * ssdq_uring_end_io()).
  */
 int ssdq_uring_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
 		      unsigned int poll_flags)
