@@ -278,7 +278,7 @@ def irq_fit(rs, lab="driver"):
     b = sum((x - mx) * (y - my) for x, y in pts) / sxx
     a = my - b * mx
     return {"per_io": a, "per_irq": b, "pairs": n,
-            "max_residual": max(abs(y - a - b * x) for x, y in pts) if n > 2 else None}
+            "max_residual": max(abs(y - a - b * x) for x, y in pts)}
 
 
 def summarize(per_boot):
@@ -361,8 +361,7 @@ def report(d, meta, summ, per_boot):
             fa, fb = a["irq_fit"], b["irq_fit"]
             if fa or fb:
                 cell = lambda f: "n/a" if not f else (  # noqa: E731
-                    f"{fmt(f['per_io'])} + {fmt(f['per_irq'])} per interrupt"
-                    + (f" (max residual {fmt(f['max_residual'])})" if f["max_residual"] is not None else ""))
+                    f"{fmt(f['per_io'])} + {fmt(f['per_irq'])} per interrupt (max residual {fmt(f['max_residual'])})")
                 out.append(row(f"driver = per I/O + per interrupt (fit over {max((f or {}).get('pairs', 0) for f in (fa, fb))} window pairs)",
                                cell(fa), cell(fb), r2(div(fa and fa["per_io"], fb and fb["per_io"]))))
             out.append(row("kernel instructions on named symbols", f"{100 * a['named_share']:.2f}%",

@@ -782,7 +782,8 @@ int ssdq_steer_init(struct ssdq_dev *dev);
 void ssdq_steer_free(struct ssdq_dev *dev);
 int ssdq_steer_init_queue(struct ssdq_queue *q);
 void ssdq_steer_free_queue(struct ssdq_queue *q);
-bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req);
+bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req,
+			  unsigned int mode);
 void ssdq_steer_send_ipis(struct ssdq_queue *q);
 
 /*
@@ -799,7 +800,7 @@ static inline bool ssdq_steer_away(struct ssdq_queue *q, struct request *req)
 	    (mode == SSDQ_STEER_IPI &&
 	     blk_mq_rq_cpu(req) == raw_smp_processor_id()))
 		return false;
-	return ssdq_steer_elsewhere(q, req);
+	return ssdq_steer_elsewhere(q, req, mode);
 }
 
 /* Where did completions end up? Counted where every request ends. */

@@ -70,10 +70,13 @@ bool ssdq_fault_take(struct ssdq_dev *dev, enum ssdq_fault_kind kind)
 	return true;
 }
 
-/* Drop this I/O queue interrupt? Only if it announces a CQE to strand. */
+/*
+ * Drop this I/O queue interrupt? Only if it announces a CQE to strand.
+ * The handler asks only while a fault is armed (ssdq_fault_armed()).
+ */
 bool ssdq_fault_drop_irq(struct ssdq_queue *q)
 {
-	return q->qid && ssdq_fault_armed(q->dev) && ssdq_cq_pending(q) &&
+	return q->qid && ssdq_cq_pending(q) &&
 	       ssdq_fault_take(q->dev, SSDQ_FAULT_DROP_IRQ);
 }
 

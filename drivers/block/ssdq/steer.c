@@ -20,8 +20,8 @@
  * where it ended (ssdq_steer_account()). Both are inline, in ssdq.h: they
  * run for every request, and their common answers (off, or already on the
  * submitting CPU; a local completion) take a few instructions, less than
- * a call into this file. The IPI ends
- * its requests through blk-mq's ->complete, as blk-mq's own IPI does.
+ * a call into this file. The IPI ends its requests through blk-mq's
+ * ->complete, as blk-mq's own IPI does.
  *
  * Switch:   /sys/block/ssdqN/steering/mode
  * Counters: /sys/kernel/debug/ssdq/ssdqN/steering
@@ -104,16 +104,17 @@ void ssdq_steer_free_queue(struct ssdq_queue *q)
 
 /*
  * ssdq_steer_away()'s answer (ssdq.h) when the request may leave this CPU:
- * blk mode, or ipi mode for a request submitted elsewhere. True if it was
- * sent on (an IPI list, or blk-mq's own steering); false if the caller is
- * to complete it here. ssdq_steer_send_ipis() ends the reap.
+ * @mode (the one it read) blk, or ipi for a request submitted elsewhere.
+ * True if it was sent on (an IPI list, or blk-mq's own steering); false if
+ * the caller is to complete it here. ssdq_steer_send_ipis() ends the reap.
  */
-bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req)
+bool ssdq_steer_elsewhere(struct ssdq_queue *q, struct request *req,
+			  unsigned int mode)
 {
 	struct ssdq_dev *dev = q->dev;
 	int cpu = blk_mq_rq_cpu(req);
 
-	if (READ_ONCE(dev->steer_mode) == SSDQ_STEER_BLK) {
+	if (mode == SSDQ_STEER_BLK) {
 		blk_mq_complete_request(req);
 		return true;
 	}
