@@ -12,9 +12,12 @@
 PCI_DUT=${SSDQ_PCI_DUT:-0000:00:04.0}
 PCI_REF=0000:00:05.0 # serial nvmeref: always the kernel's nvme
 # vm.sh --namespaces: a controller of three namespaces (one detached) in
-# an NVMe subsystem, and one whose only namespace is nsid 2.
+# an NVMe subsystem, one whose only namespace is nsid 2, and one whose
+# namespaces have no block I/O under ssdq (8 bytes of metadata per block,
+# apart and in the block; 8 KiB blocks).
 PCI_MULTI=0000:00:08.0
 PCI_NS2ONLY=0000:00:09.0
+PCI_ODD=0000:00:0a.0
 
 # sleep(1) without a process: a read that times out on a pipe nobody
 # writes.

@@ -23,13 +23,15 @@
 #                       ($SSDQ_PCI_DUT in the guest), so the kernel's AER
 #                       driver (and aer_inject) can run error recovery on it
 #   --smp N             N vCPUs (default 2; the matrix test's boot has 4)
-#   --namespaces        two more controllers for 87-namespaces, bound to no
-#                       driver until a test gives them one: "multi" at
+#   --namespaces        three more controllers for 87-namespaces, bound to
+#                       no driver until a test gives them one: "multi" at
 #                       0000:00:08.0, in an NVMe subsystem, with namespaces
 #                       1 (512-byte blocks), 2 (4096) and 3 (512, detached:
-#                       Namespace Attachment attaches it), and "ns2only" at
-#                       0000:00:09.0, whose one namespace is nsid 2; 16 MiB
-#                       each
+#                       Namespace Attachment attaches it), "ns2only" at
+#                       0000:00:09.0, whose one namespace is nsid 2, and
+#                       "odd" at 0000:00:0a.0: 1 and 2 with 8 bytes of
+#                       metadata per block (apart; in the block), 3 with
+#                       8 KiB blocks; 16 MiB each
 #   --tcg-thread single|multi
 #                       TCG's threading, as SSDQ_TCG_THREAD (the sleep
 #                       test's boot: single; a wake from S3 under multi
@@ -216,7 +218,7 @@ boot() {
 	done
 	local -a more_ctrls=()
 	if ((namespaces)); then
-		for img in multi1 multi2 multi3 ns2only; do
+		for img in multi1 multi2 multi3 ns2only odd1 odd2 odd3; do
 			rm -f "$out/$img.img"
 			truncate -s 16M "$out/$img.img"
 			more_ctrls+=(-drive "file=$out/$img.img,if=none,id=$img,format=raw,cache=writeback,discard=unmap")
@@ -227,7 +229,11 @@ boot() {
 			-device "nvme-ns,drive=multi2,nsid=2,bus=multi,logical_block_size=4096,physical_block_size=4096"
 			-device "nvme-ns,drive=multi3,nsid=3,bus=multi,detached=on"
 			-device "nvme,id=ns2only,serial=ssdqns2only,addr=09.0"
-			-device "nvme-ns,drive=ns2only,nsid=2,bus=ns2only")
+			-device "nvme-ns,drive=ns2only,nsid=2,bus=ns2only"
+			-device "nvme,id=odd,serial=ssdqodd,addr=0a.0"
+			-device "nvme-ns,drive=odd1,nsid=1,bus=odd,ms=8"
+			-device "nvme-ns,drive=odd2,nsid=2,bus=odd,ms=8,mset=1"
+			-device "nvme-ns,drive=odd3,nsid=3,bus=odd,logical_block_size=8192,physical_block_size=8192")
 	fi
 
 	local -a accel_args

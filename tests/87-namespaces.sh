@@ -16,6 +16,13 @@
 #    "namespace 1 is not active"): nvme drives it first and writes a
 #    pattern, then ssdq names it ssdqN, reads the pattern back, and shows
 #    the nsid, size and block size nvme showed.
+#  - "odd": namespaces 1 and 2 keep 8 bytes of metadata per block (apart;
+#    in the block), 3 has 8 KiB blocks. ssdq gives each a disk of no
+#    capacity and a generic device that carries passthrough: what nvme
+#    writes through its generic devices (data, and metadata kept apart)
+#    ssdq reads through its own (ioctls, and io_uring) and the reverse (a
+#    disk read-only meanwhile); reads whose buffers are shorter than their blocks' data or
+#    metadata are refused (EINVAL, one line each).
 # In the main boot (check.sh gives it vm.sh --namespaces).
 # timeout: 300
 set -euo pipefail
@@ -186,6 +193,133 @@ dev_cmp "/dev/$sd" $((2 * MiB)) $MiB "$pn" "what nvme wrote to nsid 2, read by s
 unbind "$PCI_NS2ONLY"
 set_override "$PCI_NS2ONLY" none
 set_override "$PCI_MULTI" none
+
+# ---- odd: namespaces whose blocks the block layer cannot carry, whose
+# generic devices do (Documentation/passthrough.rst, "Namespaces without
+# block I/O"). nvme writes through its generic devices, ssdq reads that
+# back through its own, writes (its disk set read-only) and nvme reads it.
+IOCTL_PY=$(dirname "$0")/nvme-ioctl.py
+# One read or write through a generic device, and its metadata kept apart:
+# io DEV read|write SLBA NLB DATA LEN [META MLEN]
+io() {
+	python3 "$IOCTL_PY" io "$@" >"$T_DIR/io.out" 2>&1
+	[[ $(cat "$T_DIR/io.out") == "io ok 0x0" ]] || fail "io $*: $(cat "$T_DIR/io.out")"
+}
+# The generic devices of the odd controller: ssdq's are the PCI
+# function's, nvme's its controller's.
+odd_gens() { # count
+	local p=/sys/bus/pci/devices/$PCI_ODD
+	[[ $(ls -d "$p"/ssdq-generic/ssdqg* "$p"/nvme/nvme*/ng* 2>/dev/null | wc -l) == "$1" ]]
+}
+# nvme's generic device of namespace NSID of it (nvme numbers them by
+# its own instance, not by nsid).
+nvme_odd_gen() { # nsid
+	local b
+	for b in /sys/block/nvme*; do
+		[[ $b/device/device -ef /sys/bus/pci/devices/$PCI_ODD && $(cat "$b/nsid") == "$1" ]] &&
+			echo "/dev/ng${b##*/nvme}" && return 0
+	done
+	fail "no nvme disk of nsid $1 of $PCI_ODD"
+}
+# nvme's disks of it: nsid, size, block size.
+nvme_odd_view() {
+	local b
+	for b in /sys/block/nvme*; do
+		[[ $b/device/device -ef /sys/bus/pci/devices/$PCI_ODD ]] && disk_shape "${b##*/}"
+	done
+	return 0
+}
+# Each namespace's I/O, one set written by nvme (a), one by ssdq (b):
+# nsid 1, 4 blocks of 512 bytes and 4 x 8 bytes of metadata apart; nsid 2,
+# 4 blocks of 512 + 8 bytes (metadata in the block); nsid 3, one 8 KiB
+# block (a) and two (b).
+for v in a b; do
+	head -c 2048 "$(pattern_file "odd-1$v" 2048)" >"$T_DIR/1$v.dat"
+	head -c 32 "$(pattern_file "odd-1$v-md" 32)" >"$T_DIR/1$v.md"
+	head -c 2080 "$(pattern_file "odd-2$v" 2080)" >"$T_DIR/2$v.dat"
+	head -c 16384 "$(pattern_file "odd-3$v" 16384)" >"$T_DIR/3$v.dat"
+done
+# nsid 1 (0: left out) and the others.
+odd_write() { # dev1 dev2 dev3 a|b slba 1|0
+	[[ $6 == 0 ]] || io "$1" write "$5" 4 "$T_DIR/1$4.dat" 2048 "$T_DIR/1$4.md" 32
+	io "$2" write "$5" 4 "$T_DIR/2$4.dat" 2080
+	if [[ $4 == a ]]; then
+		io "$3" write "$5" 1 "$T_DIR/3$4.dat" 8192
+	else
+		io "$3" write "$5" 2 "$T_DIR/3$4.dat" 16384
+	fi
+}
+odd_check() { # dev1 dev2 dev3 a|b slba 1|0 who
+	local n3=1 said="2080 bytes"
+	if [[ $6 == 1 ]]; then
+		io "$1" read "$5" 4 "$T_DIR/1.got" 2048 "$T_DIR/1.md.got" 32
+		cmp "$T_DIR/1$4.dat" "$T_DIR/1.got" && cmp "$T_DIR/1$4.md" "$T_DIR/1.md.got" ||
+			fail "$7: nsid 1's data or metadata differ"
+		said="2048 bytes and 32 of metadata, $said"
+	fi
+	io "$2" read "$5" 4 "$T_DIR/2.got" 2080
+	[[ $4 == b ]] && n3=2
+	io "$3" read "$5" $n3 "$T_DIR/3.got" $((n3 * 8192))
+	cmp "$T_DIR/2$4.dat" "$T_DIR/2.got" || fail "$7: nsid 2's blocks differ"
+	head -c $((n3 * 8192)) "$T_DIR/3$4.dat" | cmp - "$T_DIR/3.got" || fail "$7: nsid 3's blocks differ"
+	ok "$7: $said, $((n3 * 8192)) bytes match"
+}
+
+bind_to "$PCI_ODD" nvme
+wait_for 60 "nvme's generic devices of $PCI_ODD" odd_gens 3
+nvme_view=$(nvme_odd_view | tr '\n' ' ')
+# nvme carries metadata kept apart only through the block layer's integrity
+# data (CONFIG_BLK_DEV_INTEGRITY; not the debug kernel's): without it the
+# disk has no capacity and ssdq alone moves nsid 1's metadata.
+nvme_md=1
+[[ $(cat "/sys/block/$(basename "$(nvme_odd_gen 1)" | sed 's/^ng/nvme/')/size") != 0 ]] || nvme_md=0
+odd_write "$(nvme_odd_gen 1)" "$(nvme_odd_gen 2)" "$(nvme_odd_gen 3)" a 8 $nvme_md
+unbind "$PCI_ODD"
+
+bind_to "$PCI_ODD" ssdq
+wait_for 60 "ssdq's generic devices of $PCI_ODD" odd_gens 3
+mapfile -t odd < <(disks_of_pci "$PCI_ODD")
+on=${odd[0]#ssdq}
+assert_eq "ssdq's disks of the odd namespaces: nsid, size, block size (nvme's: $nvme_view)" \
+	"$(for d in "${odd[@]}"; do disk_shape "$d"; done | tr '\n' ' ')" "1 0 512 2 0 512 3 0 512 "
+assert_eq "ssdq's generic devices of the odd namespaces" \
+	"$(ls "/sys/bus/pci/devices/$PCI_ODD/ssdq-generic" | tr '\n' ' ')" \
+	"ssdqg${on}n1 ssdqg${on}n2 ssdqg${on}n3 "
+g=/dev/ssdqg${on}n
+((nvme_md)) || io "${g}1" write 8 4 "$T_DIR/1a.dat" 2048 "$T_DIR/1a.md" 32
+odd_check "${g}1" "${g}2" "${g}3" a 8 1 "what nvme wrote (nsid 1: nvme's if nvme_md=$nvme_md), ssdq reads through its generic devices"
+# ... and through io_uring, the metadata too (its request kept to the CQE).
+URING=${SSDQ_URING_PT:-}
+[[ -x $URING ]] || fail "tests/uring-pt.c not built (scripts/check.sh builds it)"
+"$URING" xfer "${g}1" read 8 512 2048 "$T_DIR/1.got" "md=32:$T_DIR/1.md.got" >/dev/null
+cmp "$T_DIR/1a.dat" "$T_DIR/1.got" && cmp "$T_DIR/1a.md" "$T_DIR/1.md.got" ||
+	fail "a uring read of nsid 1: its data or metadata differ from what nvme wrote"
+"$URING" xfer "${g}2" read 8 520 2080 "$T_DIR/2.got" >/dev/null
+cmp "$T_DIR/2a.dat" "$T_DIR/2.got" || fail "a uring read of nsid 2 differs from what nvme wrote"
+ok "uring reads of nsid 1 (with its metadata) and 2: as nvme wrote them"
+# Short buffers: the controller would write past them (metadata kept
+# apart: to address 0); ssdq refuses them.
+allow_dmesg 'passthrough: opcode 0x2 moves (32 bytes of metadata, its metadata buffer has 0|2080 bytes, its buffer has 2048)'
+kmsg_mark odd
+python3 "$IOCTL_PY" io "${g}1" read 8 4 "$T_DIR/x" 2048 >"$T_DIR/short.txt" 2>&1
+python3 "$IOCTL_PY" io "${g}2" read 8 4 "$T_DIR/x" 2048 >>"$T_DIR/short.txt" 2>&1
+assert_eq "reads without their metadata buffer, or into 2048 bytes for 2080" \
+	"$(tr '\n' ',' <"$T_DIR/short.txt")" "io errno EINVAL,io errno EINVAL,"
+assert_eq "their lines" "$(dmesg_since odd | grep -c 'passthrough: opcode 0x2 moves' || true)" 2
+# A read-only disk does not stop its generic device (nor nvme's).
+blockdev --setro "/dev/${odd[2]}"
+odd_write "${g}1" "${g}2" "${g}3" b 16 1
+# nsid 1's again through io_uring, its metadata too.
+"$URING" xfer "${g}1" write 16 512 2048 "$T_DIR/1b.dat" "md=32:$T_DIR/1b.md" >/dev/null
+((nvme_md)) || odd_check "${g}1" "${g}2" "${g}3" b 16 1 "what ssdq wrote, read back by ssdq"
+unbind "$PCI_ODD"
+
+bind_to "$PCI_ODD" nvme
+wait_for 60 "nvme's generic devices of $PCI_ODD again" odd_gens 3
+odd_check "$(nvme_odd_gen 1)" "$(nvme_odd_gen 2)" "$(nvme_odd_gen 3)" b 16 $nvme_md \
+	"what ssdq wrote (one disk read-only), nvme reads through its generic devices"
+unbind "$PCI_ODD"
+set_override "$PCI_ODD" none
 
 # The DUT was not disturbed.
 [[ $(disk_of_pci "$PCI_DUT") == "$DISK" ]] || fail "the DUT's disk changed"

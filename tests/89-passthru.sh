@@ -7,7 +7,7 @@
 #  - who may send what: as nobody, through a read-only and a read-write
 #    open, every case of tests/nvme-ioctl.py gives ssdq the same outcome
 #    (EACCES, or the same NVMe status) as nvme; as root too;
-#  - bad input: another namespace's nsid, metadata, 8 KiB of admin data, a
+#  - bad input: another namespace's nsid, metadata, 4 MiB of admin data, a
 #    Get Log Page of 8 KiB into 4 KiB (ssdq only: the controller would write
 #    past the buffer) and an admin command ssdq owns get EINVAL and one line
 #    each;
@@ -57,7 +57,7 @@ ok "nvme flush"
 
 # ---- who may send what, side by side with nvme
 # Their writes (zeroes) and deallocations go 512 KiB further.
-CASES="id identify-ctrl smart-log read write dsm flush vendor"
+CASES="id identify-ctrl smart-log read write dsm flush vendor big-admin"
 io_slba=$(((OFF + 512 * KiB) / lbs))
 ref_slba=$(((OFF + 512 * KiB) / $(cat "/sys/block/$REF_DISK/queue/logical_block_size")))
 perms=$(stat -c %a "$DEV")
@@ -90,9 +90,9 @@ diff "$T_DIR/nvme-root.txt" "$T_DIR/ssdq-root.txt" >"$T_DIR/diff-root.txt" ||
 ok "root, as nvme: $(tr '\n' ',' <"$T_DIR/ssdq-root.txt")"
 
 # ---- bad input: EINVAL and one line each
-allow_dmesg 'passthrough: nsid [0-9]+ is not the device|passthrough: flags and metadata take 0 only|admin passthrough: data_len 8192, at most 4096|admin passthrough: opcode 0x5 is ssdq.s own|admin passthrough: Get Log Page of 8192 bytes, data_len 4096'
+allow_dmesg 'passthrough: nsid [0-9]+ is not the device|passthrough: namespace [0-9]+ keeps no metadata apart|passthrough: data_len 4194304, at most [0-9]+|admin passthrough: opcode 0x5 is ssdq.s own|admin passthrough: Get Log Page of 8192 bytes, buffer of 4096'
 kmsg_mark bad
-$IOCTL "$DEV" rw "$io_slba" other-nsid metadata big-admin big-log owned-admin >"$T_DIR/bad.txt" 2>&1
+$IOCTL "$DEV" rw "$io_slba" other-nsid metadata huge-admin big-log owned-admin >"$T_DIR/bad.txt" 2>&1
 assert_eq "bad input's errnos" "$(awk '{ print $3 }' "$T_DIR/bad.txt" | tr '\n' ' ')" "EINVAL EINVAL EINVAL EINVAL EINVAL "
 assert_eq "bad input's lines" "$(dmesg_since bad | grep -c 'passthrough: ' || true)" 5
 

@@ -6,6 +6,9 @@
 #    and 8 and list-ns give nvme's fields (model, firmware, nsze, LBA
 #    formats, feature values); nvme reset resets, ns-rescan rescans, and as
 #    nobody both are refused as nvme refuses them;
+#  - admin commands through io_uring from plain, vectored, registered and
+#    8 KiB buffers, and an Identify into 16 KiB through the ioctl, answered
+#    as nvme answers them, with the same data whatever the buffer;
 #  - fio's io_uring_cmd engine on the generic device: a verified randwrite
 #    at QD32 (batches of 16 SQEs: 2 commands or more per doorbell, from
 #    ssdq's counters), its read-back at QD1, and a polled (--hipri) one with
@@ -100,7 +103,7 @@ ok "nvme reset as nobody: refused by both"
 
 # ---- who may send what: the ioctls and the uring commands, as nvme
 IOCTL="python3 $(dirname "$0")/nvme-ioctl.py"
-ICASES="id identify-ctrl smart-log read write dsm flush vendor"
+ICASES="id identify-ctrl smart-log read write dsm flush vendor big-admin"
 UCASES="read write read-unaligned read-vec read-fixed timeout-huge flags metadata other-nsid no-nsid too-big unmapped unknown-opcode small-sqe admin"
 # 6.1's nvme keeps the request of a uring command whose buffer it fails to
 # map (metadata, too big, unmapped): the reference's removal then waits in
@@ -134,7 +137,7 @@ side_by_side() { # what mode "cases" runner...
 		fail "$what: ssdq differs from nvme: $(tr '\n' ' ' <"$T_DIR/$what.diff")"
 	ok "$what, as nvme: $(tr '\n' ',' <"$T_DIR/ssdq-$what.txt")"
 }
-allow_dmesg 'passthrough: flags and metadata take 0 only|passthrough: nsid [0-9]+ is not the device|passthrough: data_len [0-9]+, at most [0-9]+|uring admin passthrough: vectored|admin passthrough: data_len 8192|passthrough: opcode 0x2 moves 4096 bytes'
+allow_dmesg 'passthrough: flags take 0 only|passthrough: namespace [0-9]+ keeps no metadata apart|passthrough: nsid [0-9]+ is not the device|passthrough: data_len [0-9]+, at most [0-9]+|passthrough: opcode 0x2 moves 4096 bytes'
 for m in r rw; do
 	side_by_side "ioctl-nobody-$m" "$m" "$ICASES" as_nobody $IOCTL
 	side_by_side "uring-nobody-$m" "$m" "$UCASES" as_nobody "$URING" cases
@@ -145,12 +148,40 @@ side_by_side ioctl-root rw "$ICASES" $IOCTL
 side_by_side uring-root rw "$UCASES" "$URING" cases
 map_cases_alone as-root
 # flags, metadata, other-nsid, no-nsid, too-big: ssdq's line each.
-assert_eq "lines for bad uring commands" "$(dmesg_since bad | grep -cE 'passthrough: (flags|nsid|data_len)' || true)" 5
-for c in admin admin-poll admin-vec admin-big; do
-	echo "$c $("$URING" cases "$CTRL" rw 0 "$c" | cut -d' ' -f2-)"
-done >"$T_DIR/ssdq-admin.txt"
-assert_eq "uring admin commands on $CTRL" "$(tr '\n' ',' <"$T_DIR/ssdq-admin.txt")" \
-	"admin ok 0 0,admin-poll errno EOPNOTSUPP,admin-vec errno EINVAL,admin-big errno EINVAL,"
+assert_eq "lines for bad uring commands" "$(dmesg_since bad | grep -cE 'passthrough: (flags|nsid|data_len|namespace [0-9]+ keeps no metadata)' || true)" 5
+# An Identify into plain, vectored, registered and 8 KiB buffers: each as
+# nvme answers it, each with the same data as the plain one.
+admin_cases() { # ctrl-dev
+	local c
+	for c in admin admin-poll admin-vec admin-big admin-fixed; do
+		"$URING" cases "$1" rw 0 "$c"
+	done
+}
+admin_cases "$CTRL" >"$T_DIR/ssdq-admin.txt"
+admin_cases "/dev/$REF_CTRL" >"$T_DIR/nvme-admin.txt"
+assert_eq "uring admin commands on $CTRL, as nvme's /dev/$REF_CTRL" \
+	"$(sed 's/ data .*//' "$T_DIR/ssdq-admin.txt" | tr '\n' ',')" \
+	"$(sed 's/ data .*//' "$T_DIR/nvme-admin.txt" | tr '\n' ',')"
+for f in ssdq nvme; do
+	assert_eq "$f's Identify data through each kind of buffer" \
+		"$(grep -o ' data .*' "$T_DIR/$f-admin.txt" | sort | uniq -c | awk '{ print $1 }')" 4
+done
+grep -q '^admin-fixed ok 0 ' "$T_DIR/ssdq-admin.txt" ||
+	fail "a uring admin command from a registered buffer: $(cat "$T_DIR/ssdq-admin.txt")"
+# An Identify into 16 KiB (PRP1 and a PRP list, ssdq's copy of 4 pages):
+# its 4 KiB, then zeroes, on ssdq as on nvme.
+for c in "$CTRL" "/dev/$REF_CTRL"; do
+	for n in 4096 16384; do
+		nvme admin-passthru "$c" --opcode=6 --cdw10=1 --data-len=$n --read \
+			--raw-binary >"$T_DIR/id-$n.bin" 2>"$T_DIR/id.err" ||
+			fail "nvme admin-passthru $c, $n bytes: $(cat "$T_DIR/id.err")"
+	done
+	cmp -n 4096 "$T_DIR/id-4096.bin" "$T_DIR/id-16384.bin" ||
+		fail "$c: an Identify into 16 KiB differs from one into 4 KiB"
+	assert_eq "$c: an Identify into 16 KiB: its length, and non-zero bytes after 4 KiB" \
+		"$(stat -c %s "$T_DIR/id-16384.bin") $(tail -c +4097 "$T_DIR/id-16384.bin" | tr -d '\0' | wc -c)" \
+		"16384 0"
+done
 # A read of 4 KiB into 512 bytes: nvme lets the controller DMA past the
 # buffer (not tried here); ssdq refuses it.
 assert_eq "a uring read whose buffer is shorter than its blocks" \

@@ -324,7 +324,7 @@ set_overrides() {
 	set_override "$PCI_DUT" "$DUT_DRV"
 	set_override "$PCI_REF" nvme
 	# vm.sh --namespaces: 87-namespaces gives these their drivers.
-	for p in "$PCI_MULTI" "$PCI_NS2ONLY"; do
+	for p in "$PCI_MULTI" "$PCI_NS2ONLY" "$PCI_ODD"; do
 		[[ -e /sys/bus/pci/devices/$p/driver || ! -e /sys/bus/pci/devices/$p ]] ||
 			set_override "$p" none
 	done

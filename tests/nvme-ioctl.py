@@ -13,8 +13,15 @@
 # descriptor the caller holds open (of a disk that may be gone by now: its
 # blocks then count as 512 bytes); SLBA is where the
 # writing cases write (one 4 KiB block of zeroes, or a deallocate). Cases:
-# id, identify-ctrl, smart-log, read, write, dsm, flush, vendor, and the
-# bad ones: other-nsid, metadata, big-admin, big-log, owned-admin.
+# id, identify-ctrl, smart-log, read, write, dsm, flush, vendor, big-admin
+# (an Identify into 8 KiB), and the
+# bad ones: other-nsid, metadata, huge-admin, big-log, owned-admin.
+#
+#   nvme-ioctl.py io DEV read|write SLBA NLB DATA LEN [META MLEN]
+#
+# one read into (or write from) the file DATA, LEN bytes, and the file META
+# of MLEN bytes of metadata kept apart: "io ok <NVMe status, hex>" or "io
+# errno <NAME>".
 import ctypes
 import errno
 import fcntl
@@ -81,6 +88,8 @@ def main():
                                     length=4096, metadata=1,
                                     metadata_len=8)),
         "big-admin": (admin, 0x06, dict(cdw10=1, length=8192)),
+        # Above any controller's transfer size (ssdq's at most 1 MiB).
+        "huge-admin": (admin, 0x06, dict(cdw10=1, length=4 << 20)),
         # The SMART log's 512 bytes asked for as 8 KiB into 4 KiB: ssdq only
         # (the controller would write past the buffer).
         "big-log": (admin, 0x02, dict(nsid=0xFFFFFFFF,
@@ -104,4 +113,35 @@ def main():
     sys.stdout.flush()
 
 
-main()
+def io_main(argv):
+    dev, rw, slba, nlb, data, dlen = argv[:6]
+    meta, mlen = (argv[6], int(argv[7])) if len(argv) > 6 else (None, 0)
+    dlen, slba = int(dlen), int(slba)
+    fd = os.open(dev, os.O_RDWR)
+    nsid = fcntl.ioctl(fd, NVME_IOCTL_ID)
+    dbuf = ctypes.create_string_buffer(dlen)
+    mbuf = ctypes.create_string_buffer(max(mlen, 1))
+    if rw == "write":
+        dbuf.raw = open(data, "rb").read(dlen).ljust(dlen, b"\0")
+        if meta:
+            mbuf.raw = open(meta, "rb").read(mlen).ljust(mlen, b"\0")
+    try:
+        status, _ = passthru(fd, NVME_IOCTL_IO_CMD, 0x01 if rw == "write" else 0x02,
+                             nsid=nsid, cdw10=slba & 0xFFFFFFFF, cdw11=slba >> 32,
+                             cdw12=int(nlb) - 1, length=dlen, buf=dbuf,
+                             metadata=ctypes.addressof(mbuf) if meta else 0,
+                             metadata_len=mlen)
+    except OSError as e:
+        print("io errno %s" % errno.errorcode[e.errno])
+        return
+    if rw == "read" and not status:
+        open(data, "wb").write(dbuf.raw)
+        if meta:
+            open(meta, "wb").write(mbuf.raw[:mlen])
+    print("io ok %#x" % status)
+
+
+if sys.argv[1] == "io":
+    io_main(sys.argv[2:])
+else:
+    main()

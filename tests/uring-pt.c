@@ -5,9 +5,10 @@
  * that tests/92-chardev.sh can ask ssdq's devices and nvme's the same
  * questions. Built by scripts/check.sh with liburing.
  *
- *   uring-pt xfer DEV read|write SLBA LBS BYTES FILE [fixed|vec|unaligned|poll]...
+ *   uring-pt xfer DEV read|write SLBA LBS BYTES FILE [fixed|vec|unaligned|poll|md=LEN:MDFILE]...
  *	one command moving BYTES between FILE and the namespace at SLBA
- *	(LBS-byte blocks): prints "status 0x<NVMe status>", or fails
+ *	(LBS-byte blocks), and LEN bytes of metadata kept apart between
+ *	MDFILE and it: prints "status 0x<NVMe status>", or fails
  *   uring-pt cases DEV|fd:N r|rw SLBA CASE...
  *	one line per case: "<case> ok <status, hex> <dword 0, hex>" when the
  *	CQE came, "<case> errno <NAME>" when it said an errno (one_case()
@@ -155,6 +156,29 @@ static int nsid_of(int fd)
 	return nsid < 0 ? 0 : nsid;
 }
 
+/* LEN bytes of FILE into P, or P into FILE: 0, or -1. */
+static int read_file(const char *file, char *p, unsigned int len)
+{
+	int fd = open(file, O_RDONLY), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = read(fd, p, len) == (ssize_t)len ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+static int write_file(const char *file, const char *p, unsigned int len)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, p, len) == (ssize_t)len ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
 static int xfer(int argc, char **argv)
 {
 	const char *dev = argv[2], *file = argv[7];
@@ -163,16 +187,25 @@ static int xfer(int argc, char **argv)
 	unsigned int lbs = strtoul(argv[5], NULL, 0);
 	unsigned int bytes = strtoul(argv[6], NULL, 0);
 	int fixed = 0, vec = 0, unaligned = 0, poll = 0, fd, ffd, ret, i;
+	const char *mdfile = NULL;
+	unsigned int mdlen = 0;
 	struct nvme_uring_cmd *c;
 	struct io_uring ring;
 	struct iovec iov[2];
-	char *buf;
+	char *buf, *md = NULL;
 
 	for (i = 8; i < argc; i++) {
 		fixed |= !strcmp(argv[i], "fixed");
 		vec |= !strcmp(argv[i], "vec");
 		unaligned |= !strcmp(argv[i], "unaligned");
 		poll |= !strcmp(argv[i], "poll");
+		if (!strncmp(argv[i], "md=", 3)) {
+			mdlen = strtoul(argv[i] + 3, NULL, 0);
+			mdfile = strchr(argv[i], ':');
+			if (!mdfile || !mdlen)
+				die("md=LEN:FILE", EINVAL);
+			mdfile++;
+		}
 	}
 	fd = open_dev(dev, wr ? O_RDWR : O_RDONLY);
 	buf = buf_alloc();
@@ -183,6 +216,12 @@ static int xfer(int argc, char **argv)
 		die(file, errno);
 	if (wr && read(ffd, buf, bytes) != (ssize_t)bytes)
 		die("short read of the data file", EIO);
+	if (mdlen) {
+		/* Past the data, in the same mapping: dword aligned. */
+		md = buf + BUF_SIZE / 2;
+		if (wr && read_file(mdfile, md, mdlen))
+			die("short read of the metadata file", EIO);
+	}
 	ring_init(&ring, 4, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
 			    (poll ? IORING_SETUP_IOPOLL : 0));
 	if (fixed) {
@@ -210,19 +249,51 @@ static int xfer(int argc, char **argv)
 		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
 		sqe->buf_index = 0;
 	}
+	if (mdlen) {
+		c->metadata = (__u64)(uintptr_t)md;
+		c->metadata_len = mdlen;
+	}
 	ret = run_one(&ring, NULL);
 	if (ret < 0)
 		die("the command", -ret);
 	if (!wr && write(ffd, buf, bytes) != (ssize_t)bytes)
 		die("writing the data file", errno);
+	if (!wr && mdlen && write_file(mdfile, md, mdlen))
+		die("writing the metadata file", errno);
 	printf("status %#x\n", ret);
 	return 0;
+}
+
+/* The command's data from 64 KiB at @buf, registered: 0, or -errno. */
+static int use_fixed(struct io_uring *ring, struct nvme_uring_cmd *c,
+		     char *buf)
+{
+	struct io_uring_sqe *sqe = (struct io_uring_sqe *)
+		((char *)c - offsetof(struct io_uring_sqe, cmd));
+	struct iovec iov = { .iov_base = buf, .iov_len = 65536 };
+	int ret;
+
+	ret = io_uring_register_buffers(ring, &iov, 1);
+	if (!ret)
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	return ret;
+}
+
+static unsigned int fnv1a(const void *v, size_t len)
+{
+	const unsigned char *p = v;
+	unsigned int h = 2166136261u;
+
+	while (len--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
 }
 
 /*
  * One case: a command on a fresh ring of the kind it needs; prints its
  * line. @lbs sizes the 4 KiB I/O cases.
  */
+
 static void one_case(const char *name, int fd, __u32 nsid, __u64 slba,
 		     unsigned int lbs, char *buf)
 {
@@ -279,17 +350,11 @@ static void one_case(const char *name, int fd, __u32 nsid, __u64 slba,
 		c->addr = (__u64)(uintptr_t)iov;
 		c->data_len = 2;
 	} else if (!strcmp(name, "read-fixed")) {
-		struct io_uring_sqe *sqe = (struct io_uring_sqe *)
-			((char *)c - offsetof(struct io_uring_sqe, cmd));
-
-		iov[0].iov_base = buf;
-		iov[0].iov_len = 65536;
-		ret = io_uring_register_buffers(&ring, iov, 1);
+		ret = use_fixed(&ring, c, buf);
 		if (ret) {
 			printf("%s errno %s (register)\n", name, errname(-ret));
 			goto out;
 		}
-		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
 	} else if (!strcmp(name, "timeout-huge")) {
 		c->timeout_ms = 0xffffffff;
 	} else if (!strcmp(name, "flags")) {
@@ -314,6 +379,7 @@ static void one_case(const char *name, int fd, __u32 nsid, __u64 slba,
 		c->data_len = 0;
 	} else if (!strncmp(name, "admin", 5)) {
 		memset(c, 0, sizeof(*c));
+		memset(buf, 0, 65536);
 		c->opcode = ADMIN_IDENTIFY;
 		c->cdw10 = 1;			/* the controller */
 		c->addr = (__u64)(uintptr_t)buf;
@@ -326,13 +392,23 @@ static void one_case(const char *name, int fd, __u32 nsid, __u64 slba,
 			c->addr = (__u64)(uintptr_t)iov;
 			c->data_len = 1;
 		}
+		if (!strcmp(name, "admin-fixed")) {
+			ret = use_fixed(&ring, c, buf);
+			if (ret) {
+				printf("%s errno %s (register)\n", name,
+				       errname(-ret));
+				goto out;
+			}
+		}
 	}
 	ret = run_one(&ring, &result);
 	if (ret < 0)
 		printf("%s errno %s\n", name, errname(-ret));
+	else if (!strncmp(name, "admin", 5))
+		/* What the Identify brought: the same whatever the buffer. */
+		printf("%s ok %#x data %08x\n", name, ret, fnv1a(buf, 4096));
 	else
 		printf("%s ok %#x %#llx\n", name, ret,
-		       !strncmp(name, "admin", 5) ? 0ULL :
 		       (unsigned long long)result);
 out:
 	io_uring_queue_exit(&ring);

@@ -354,6 +354,7 @@ struct ssdq_iod {
 	struct llist_node steer_node;
 	__le64 *prp_list;
 	dma_addr_t prp_list_dma;
+	struct ssdq_pt_meta *meta;	/* passthrough's metadata (ioctl.c) */
 	dma_addr_t range_dma;
 	struct sg_table sgt;
 	unsigned int sg_count;		/* entries handed to dma_map_sg() */
@@ -493,6 +494,9 @@ struct ssdq_ns {
 	struct gendisk *disk;
 	u32 nsid;
 	u8 lba_shift;
+	u16 ms;				/* metadata bytes per block ... */
+	bool ext;			/* ... in the block (else apart) */
+	bool blockless;			/* no block I/O: only passthrough */
 	sector_t capacity;		/* in 512-byte sectors */
 	struct ssdq_ns_ids ids;
 	u64 scan_gen;			/* the last scan that found it */
@@ -501,6 +505,12 @@ struct ssdq_ns {
 	struct device cdev_device;	/* ... holding the disk while open */
 	struct cdev cdev;
 };
+
+/* The bytes one logical block moves in a command's data buffer. */
+static inline u32 ssdq_ns_lba_bytes(const struct ssdq_ns *ns)
+{
+	return (1U << ns->lba_shift) + (ns->ext ? ns->ms : 0);
+}
 
 #define ssdq_for_each_ns(dev, ns) \
 	list_for_each_entry(ns, &(dev)->namespaces, entry)
@@ -892,18 +902,21 @@ int ssdq_passthru_check(struct ssdq_dev *dev,
 			u32 nsid);
 void ssdq_passthru_build(struct nvme_command *c,
 			 const struct nvme_passthru_cmd64 *uc);
+int ssdq_admin_data_dir(u8 opcode);
 int ssdq_passthru_admin(struct ssdq_dev *dev, struct nvme_command *c,
-			u64 addr, u32 len, u64 *result);
+			struct iov_iter *iter, u64 *result);
+int ssdq_passthru_admin_user(struct ssdq_dev *dev, struct nvme_command *c,
+			     u64 addr, u32 len, bool vec, u64 *result);
 struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
 				       const struct nvme_command *c,
 				       blk_opf_t flags,
 				       blk_mq_req_flags_t blk_flags,
 				       u32 timeout_ms);
-int ssdq_passthru_rq_map(struct request *req, u64 addr, u32 len, bool vec,
+int ssdq_passthru_rq_map(struct ssdq_ns *ns, struct request *req,
+			 const struct nvme_passthru_cmd64 *uc, bool vec,
 			 struct iov_iter *iter);
+int ssdq_passthru_meta_unmap(struct request *req, bool copy);
 int ssdq_passthru_rq_status(struct request *req, blk_status_t sts);
-int ssdq_passthru_check_len(struct ssdq_ns *ns, const struct nvme_command *c,
-			    unsigned int bytes);
 int ssdq_ns_ioctl(struct ssdq_ns *ns, bool partition, bool writer,
 		  unsigned int cmd, void __user *argp);
 int ssdq_ioctl(struct block_device *bdev, ssdq_blk_mode_t mode,

@@ -124,14 +124,20 @@ static void ssdq_set_limits(struct ssdq_ns *ns, struct queue_limits *lim)
 	struct ssdq_dev *dev = ns->dev;
 	u32 block = 1U << ns->lba_shift;
 
+	/* A block above a page: the block layer's smallest, as nvme's. */
+	if (ns->lba_shift > PAGE_SHIFT)
+		block = SECTOR_SIZE;
 	lim->logical_block_size = block;
 	lim->physical_block_size = block;
 	lim->io_min = block;
+	/* What passthrough commands map, for every namespace. */
 	lim->max_hw_sectors = dev->max_transfer >> SECTOR_SHIFT;
 	lim->max_segments = SSDQ_MAX_SEGMENTS;
 	/* PRPs can only describe whole pages between the first and last. */
 	lim->virt_boundary_mask = SSDQ_CTRL_PAGE_SIZE - 1;
 	lim->dma_alignment = 3;		/* PRP entries are dword aligned */
+	if (ns->blockless)
+		return;
 
 	if (dev->oncs & NVME_CTRL_ONCS_DSM) {
 		/* One range per command, at most DMRSL blocks long. */

@@ -8,14 +8,16 @@
  *   NVME_IOCTL_ADMIN_CMD   one admin command, run as ssdq's own are (one at
  *   NVME_IOCTL_ADMIN64_CMD a time, up to admin_timeout seconds, never beside
  *                          a reset: ssdq_admin_exec_guarded()); the data
- *                          through a page of ssdq's own, at most 4 KiB
+ *                          copied through a buffer of ssdq's, up to the
+ *                          controller's transfer size (max_transfer)
  *   NVME_IOCTL_IO_CMD      one I/O command, as a blk-mq passthrough request
  *   NVME_IOCTL_IO64_CMD    (REQ_OP_DRV_IN/OUT) on the disk's queue: the
- *   NVME_IOCTL_SUBMIT_IO   user's buffer mapped (blk_rq_map_user()), the
- *                          command run through the same queues, plugging,
- *                          steering, interrupts, timeout and recovery as the
- *                          disk's own I/O; not retried (REQ_FAILFAST_DRIVER,
- *                          as nvme's): a reset ends it with Host Aborted
+ *   NVME_IOCTL_IO64_CMD_VEC user's buffer (or iovec array) mapped
+ *   NVME_IOCTL_SUBMIT_IO   (blk_rq_map_user_io()), the command run through
+ *                          the same queues, plugging, steering, interrupts,
+ *                          timeout and recovery as the disk's own I/O; not
+ *                          retried (REQ_FAILFAST_DRIVER, as nvme's): a reset
+ *                          ends it with Host Aborted
  *
  * Each returns the NVMe status (0, or > 0) and stores dword 0 of the answer
  * in result, as nvme's do. Who may send what is nvme's rule
@@ -27,8 +29,15 @@
  * says are supported and change no more than logical blocks, those that
  * write only through a file opened for writing.
  *
- * Refused with -EINVAL and one line: flags, metadata (ssdq drives no
- * namespace with metadata), an admin data_len above 4 KiB, an I/O command
+ * Metadata: where a namespace keeps each block's metadata apart, an I/O
+ * command's metadata buffer is copied through one of ssdq's (nvme's rules:
+ * metadata and metadata_len, NVME_IOCTL_SUBMIT_IO's metadata for NLB + 1
+ * blocks); where it keeps it in the block, the data buffer holds both.
+ *
+ * Refused with -EINVAL and one line: flags, data or metadata above
+ * max_transfer, a metadata buffer where the namespace keeps none apart or
+ * for an admin command, a read, write or compare whose buffers are shorter
+ * than its blocks (data, and metadata kept apart), an I/O command
  * naming another namespace, the admin commands whose resources ssdq owns
  * (queue creation and deletion, Abort, Asynchronous Event Request, Doorbell
  * Buffer Config). A command that can change the namespaces (Namespace
@@ -47,9 +56,6 @@
 #include <linux/uaccess.h>
 
 #include <ssdq/ssdq.h>
-
-/* Admin data moves through one page of ssdq's: no user page is mapped. */
-#define SSDQ_PASSTHRU_MAX	SSDQ_CTRL_PAGE_SIZE
 
 /* I/O opcodes from here on are vendor specific (nvme_cmd_vendor_start). */
 #define SSDQ_CMD_VENDOR_START	0x80
@@ -210,29 +216,6 @@ static int ssdq_passthru_copy_out(void __user *arg, bool result64, u64 result)
 	return put_user((u32)result, &u32p->result) ? -EFAULT : 0;
 }
 
-/*
- * A Get Log Page moves NUMD dwords whatever data_len says; past ssdq's one
- * page (PRP2 is 0) the controller would write to address 0. Identify and
- * the features move at most a page; the commands whose length ssdq does
- * not read (Security Receive, vendor-specific ones) are root's alone, and
- * trusted as under nvme.
- */
-static int ssdq_passthru_check_log_len(struct device *d,
-				       const struct nvme_passthru_cmd64 *uc)
-{
-	u64 len;
-
-	if (uc->opcode != nvme_admin_get_log_page)
-		return 0;
-	/* NUMDL: dword 10 bits 31:16, NUMDU: dword 11 bits 15:0; 0-based. */
-	len = (((u64)(uc->cdw11 & 0xffff) << 16 | uc->cdw10 >> 16) + 1) * 4;
-	if (len <= uc->data_len)
-		return 0;
-	dev_err_ratelimited(d, "admin passthrough: Get Log Page of %llu bytes, data_len %u\n",
-			    len, uc->data_len);
-	return -EINVAL;
-}
-
 int ssdq_passthru_check(struct ssdq_dev *dev,
 			const struct nvme_passthru_cmd64 *uc, bool io, bool vec,
 			u32 nsid)
@@ -242,8 +225,12 @@ int ssdq_passthru_check(struct ssdq_dev *dev,
 	/* Where nvme lets no one else through, it says so before all else. */
 	if (!SSDQ_UNPRIVILEGED_PASSTHRU && !capable(CAP_SYS_ADMIN))
 		return -EACCES;
-	if (uc->flags || uc->metadata || uc->metadata_len) {
-		dev_err_ratelimited(d, "passthrough: flags and metadata take 0 only\n");
+	if (uc->flags) {
+		dev_err_ratelimited(d, "passthrough: flags take 0 only\n");
+		return -EINVAL;
+	}
+	if (!io && uc->metadata_len) {
+		dev_err_ratelimited(d, "admin passthrough: no metadata, metadata_len takes 0 only\n");
 		return -EINVAL;
 	}
 	if (io && uc->nsid != nsid) {
@@ -251,24 +238,18 @@ int ssdq_passthru_check(struct ssdq_dev *dev,
 				    uc->nsid, nsid);
 		return -EINVAL;
 	}
-	if (io && !vec && uc->data_len > dev->max_transfer) {
+	/* A vectored command's data_len counts iovecs: checked once mapped. */
+	if (!vec && uc->data_len > dev->max_transfer) {
 		dev_err_ratelimited(d, "passthrough: data_len %u, at most %u (the controller's MDTS)\n",
 				    uc->data_len, dev->max_transfer);
 		return -EINVAL;
 	}
-	if (io)
-		return 0;
-	if (ssdq_admin_opcode_owned(uc->opcode)) {
+	if (!io && ssdq_admin_opcode_owned(uc->opcode)) {
 		dev_err_ratelimited(d, "admin passthrough: opcode %#x is ssdq's own, not passed through\n",
 				    uc->opcode);
 		return -EINVAL;
 	}
-	if (uc->data_len > SSDQ_PASSTHRU_MAX) {
-		dev_err_ratelimited(d, "admin passthrough: data_len %u, at most %lu\n",
-				    uc->data_len, SSDQ_PASSTHRU_MAX);
-		return -EINVAL;
-	}
-	return ssdq_passthru_check_log_len(d, uc);
+	return 0;
 }
 
 void ssdq_passthru_build(struct nvme_command *c,
@@ -288,46 +269,159 @@ void ssdq_passthru_build(struct nvme_command *c,
 
 /* ---- running it */
 
-/* An admin command, its data in a page of ssdq's; -errno or the status. */
-int ssdq_passthru_admin(struct ssdq_dev *dev, struct nvme_command *c,
-			u64 addr, u32 len, u64 *result)
-{
-	struct device *dmadev = &dev->pdev->dev;
-	void __user *ubuf = u64_to_user_ptr(addr);
-	u8 opcode = c->common.opcode;
-	dma_addr_t dma = 0;
-	void *buf = NULL;
-	u32 res = 0;
-	int ret = -ENODEV;
+/*
+ * Admin data moves through a buffer of ssdq's, not the user's pages (as
+ * ssdq's own admin commands do): one coherent allocation, its pages named by
+ * PRP1 and PRP2, or by a PRP list in a page after them.
+ */
+struct ssdq_admin_data {
+	void *buf;
+	dma_addr_t dma;
+	size_t size;
+};
 
+static int ssdq_admin_data_alloc(struct ssdq_dev *dev, struct nvme_command *c,
+				 struct ssdq_admin_data *ad, size_t len)
+{
+	unsigned int pages = DIV_ROUND_UP(len, SSDQ_CTRL_PAGE_SIZE), i;
+	dma_addr_t prp2 = 0;
+	__le64 *list;
+
+	/* max_transfer bounds @len: the list's one page names every page. */
+	ad->size = (pages + (pages > 2)) * SSDQ_CTRL_PAGE_SIZE;
+	ad->buf = dma_alloc_coherent(&dev->pdev->dev, ad->size, &ad->dma,
+				     GFP_KERNEL);
+	if (!ad->buf)
+		return -ENOMEM;
+	if (pages == 2) {
+		prp2 = ad->dma + SSDQ_CTRL_PAGE_SIZE;
+	} else if (pages > 2) {
+		list = ad->buf + pages * SSDQ_CTRL_PAGE_SIZE;
+		for (i = 1; i < pages; i++)
+			list[i - 1] = cpu_to_le64(ad->dma +
+						  i * SSDQ_CTRL_PAGE_SIZE);
+		prp2 = ad->dma + pages * SSDQ_CTRL_PAGE_SIZE;
+	}
+	c->common.dptr.prp1 = cpu_to_le64(ad->dma);
+	c->common.dptr.prp2 = cpu_to_le64(prp2);
+	return 0;
+}
+
+static void ssdq_admin_data_free(struct ssdq_dev *dev,
+				 struct ssdq_admin_data *ad)
+{
+	dma_free_coherent(&dev->pdev->dev, ad->size, ad->buf, ad->dma);
+}
+
+/*
+ * The data's length, known once the user's buffer is: at most max_transfer;
+ * and a Get Log Page moves NUMD dwords whatever the buffer says: past it the
+ * controller would follow PRP entries of 0. Identify and the features move
+ * at most a page; the commands whose length ssdq does not read (Security
+ * Receive, vendor-specific ones) are root's alone, and trusted as under
+ * nvme.
+ */
+static int ssdq_admin_check_len(struct ssdq_dev *dev,
+				const struct nvme_command *c, size_t len)
+{
+	struct device *d = &dev->pdev->dev;
+	u32 cdw10 = le32_to_cpu(c->common.cdw10);
+	u32 cdw11 = le32_to_cpu(c->common.cdw11);
+	u64 want;
+
+	if (len > dev->max_transfer) {
+		dev_err_ratelimited(d, "admin passthrough: %zu bytes of data, at most %u (the controller's MDTS)\n",
+				    len, dev->max_transfer);
+		return -EINVAL;
+	}
+	if (c->common.opcode != nvme_admin_get_log_page)
+		return 0;
+	/* NUMDL: dword 10 bits 31:16, NUMDU: dword 11 bits 15:0; 0-based. */
+	want = (((u64)(cdw11 & 0xffff) << 16 | cdw10 >> 16) + 1) * 4;
+	if (want <= len)
+		return 0;
+	dev_err_ratelimited(d, "admin passthrough: Get Log Page of %llu bytes, buffer of %zu\n",
+			    want, len);
+	return -EINVAL;
+}
+
+/* Which way an admin command's data goes, for its iterator. */
+int ssdq_admin_data_dir(u8 opcode)
+{
+	return (opcode & 1) ? ITER_SOURCE : ITER_DEST;
+}
+
+/*
+ * An admin command, its data (@iter, or none) copied through ssdq's buffer:
+ * to the controller where bit 0 of the opcode says so, else back where bit
+ * 1 does (what a failed command wrote, too), as nvme maps a command's data
+ * one way, by bit 0; -errno or the NVMe status.
+ */
+int ssdq_passthru_admin(struct ssdq_dev *dev, struct nvme_command *c,
+			struct iov_iter *iter, u64 *result)
+{
+	size_t len = iter ? iov_iter_count(iter) : 0;
+	u8 opcode = c->common.opcode;
+	struct ssdq_admin_data ad;
+	u32 res = 0;
+	int ret;
+
+	ret = ssdq_admin_check_len(dev, c, len);
+	if (ret)
+		return ret;
 	down_read(&dev->passthru_rwsem);
+	ret = -ENODEV;
 	if (dev->passthru_stopped)
 		goto unlock;
 	if (len) {
-		ret = -ENOMEM;
-		buf = dma_alloc_coherent(dmadev, SSDQ_PASSTHRU_MAX, &dma,
-					 GFP_KERNEL);
-		if (!buf)
+		ret = ssdq_admin_data_alloc(dev, c, &ad, len);
+		if (ret)
 			goto unlock;
-		/* Host to controller: bit 0 of the opcode. */
 		ret = -EFAULT;
-		if ((opcode & 1) && copy_from_user(buf, ubuf, len))
+		if ((opcode & 1) && copy_from_iter(ad.buf, len, iter) != len)
 			goto free;
-		c->common.dptr.prp1 = cpu_to_le64(dma);
 	}
 	ret = ssdq_admin_exec_guarded(dev, c, &res);
 	*result = res;
 	/* Removal cancels the rescan after it stops passthrough. */
 	if (!ret && ssdq_admin_opcode_changes_ns(opcode))
 		queue_work(system_freezable_wq, &dev->scan_work);
-	/* Controller to host: bit 1; what a failed command wrote, too. */
-	if (ret >= 0 && len && (opcode & 2) && copy_to_user(ubuf, buf, len))
+	if (ret >= 0 && len && !(opcode & 1) && (opcode & 2) &&
+	    copy_to_iter(ad.buf, len, iter) != len)
 		ret = -EFAULT;
 free:
-	if (buf)
-		dma_free_coherent(dmadev, SSDQ_PASSTHRU_MAX, buf, dma);
+	if (len)
+		ssdq_admin_data_free(dev, &ad);
 unlock:
 	up_read(&dev->passthru_rwsem);
+	return ret;
+}
+
+/*
+ * ... its data in the user's buffer at @addr, @len bytes, or (@vec) in an
+ * array of @len iovecs.
+ */
+int ssdq_passthru_admin_user(struct ssdq_dev *dev, struct nvme_command *c,
+			     u64 addr, u32 len, bool vec, u64 *result)
+{
+	int dir = ssdq_admin_data_dir(c->common.opcode);
+	struct iovec fast_iov[UIO_FASTIOV], *iov = fast_iov;
+	struct iov_iter iter;
+	ssize_t ret;
+
+	if (!len)
+		return ssdq_passthru_admin(dev, c, NULL, result);
+	if (!vec) {
+		iov_iter_ubuf(&iter, dir, u64_to_user_ptr(addr), len);
+		return ssdq_passthru_admin(dev, c, &iter, result);
+	}
+	/* One iovec, or up to UIO_FASTIOV, lands in fast_iov: iov is NULL. */
+	ret = import_iovec(dir, u64_to_user_ptr(addr), len, UIO_FASTIOV, &iov,
+			   &iter);
+	if (ret < 0)
+		return ret;
+	ret = ssdq_passthru_admin(dev, c, &iter, result);
+	kfree(iov);
 	return ret;
 }
 
@@ -358,21 +452,160 @@ struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
 	iod->cmd = *c;
 	iod->nvme_status = 0;
 	iod->result = 0;
+	iod->meta = NULL;
 	return req;
 }
 
 /*
- * The user's buffer into the request: pinned, or copied where it breaks the
- * queue's alignment. @iter: io_uring's fixed buffer, else @addr and @len
- * (@vec: an array of @len iovecs).
+ * Metadata a namespace keeps apart from its blocks moves to and from the
+ * command's metadata pointer (MPTR): through a buffer of ssdq's, copied
+ * from the user's for a command to the controller and back for one from
+ * it. (nvme maps it through the block layer's integrity data, which ssdq's
+ * disks do not have.)
  */
-int ssdq_passthru_rq_map(struct request *req, u64 addr, u32 len, bool vec,
+struct ssdq_pt_meta {
+	void *buf;
+	dma_addr_t dma;
+	u32 len;
+	void __user *ubuf;
+};
+
+static int ssdq_passthru_meta_map(struct ssdq_ns *ns, struct request *req,
+				  u64 addr, u32 len)
+{
+	struct device *d = &ns->dev->pdev->dev;
+	struct ssdq_iod *iod = ssdq_iod(req);
+	struct ssdq_pt_meta *meta;
+
+	if (!ns->ms || ns->ext) {
+		dev_err_ratelimited(d, "passthrough: namespace %u keeps no metadata apart: metadata_len takes 0 only\n",
+				    ns->nsid);
+		return -EINVAL;
+	}
+	if (len > ns->dev->max_transfer) {
+		dev_err_ratelimited(d, "passthrough: metadata_len %u, at most %u\n",
+				    len, ns->dev->max_transfer);
+		return -EINVAL;
+	}
+	meta = kmalloc(sizeof(*meta), GFP_KERNEL);
+	if (!meta)
+		return -ENOMEM;
+	meta->buf = dma_alloc_coherent(d, len, &meta->dma, GFP_KERNEL);
+	if (!meta->buf) {
+		kfree(meta);
+		return -ENOMEM;
+	}
+	meta->len = len;
+	meta->ubuf = u64_to_user_ptr(addr);
+	if (req_op(req) == REQ_OP_DRV_OUT &&
+	    copy_from_user(meta->buf, meta->ubuf, len)) {
+		dma_free_coherent(d, len, meta->buf, meta->dma);
+		kfree(meta);
+		return -EFAULT;
+	}
+	iod->meta = meta;
+	iod->cmd.common.metadata = cpu_to_le64(meta->dma);
+	return 0;
+}
+
+/*
+ * After the request ended, in the submitter's context: what the controller
+ * wrote goes back (@copy: the command reached it), the buffer is freed.
+ */
+int ssdq_passthru_meta_unmap(struct request *req, bool copy)
+{
+	struct ssdq_iod *iod = ssdq_iod(req);
+	struct ssdq_pt_meta *meta = iod->meta;
+	int ret = 0;
+
+	if (!meta)
+		return 0;
+	if (copy && req_op(req) == REQ_OP_DRV_IN &&
+	    copy_to_user(meta->ubuf, meta->buf, meta->len))
+		ret = -EFAULT;
+	dma_free_coherent(&ssdq_rq_dev(req)->pdev->dev, meta->len, meta->buf,
+			  meta->dma);
+	kfree(meta);
+	iod->meta = NULL;
+	return ret;
+}
+
+/*
+ * A read, write or compare moves its NLB + 1 blocks whatever data_len says:
+ * a shorter buffer would let the controller DMA past it (into whatever a
+ * zero PRP entry or the page after a bounce buffer names); where the
+ * namespace keeps metadata apart, their metadata too, which without a
+ * buffer would go to address 0. nvme does not check this; ssdq refuses, as
+ * anyone may send a read.
+ */
+static int ssdq_passthru_check_len(struct ssdq_ns *ns, struct request *req)
+{
+	struct ssdq_iod *iod = ssdq_iod(req);
+	struct device *d = &ns->dev->pdev->dev;
+	const struct nvme_command *c = &iod->cmd;
+	u32 meta_len = iod->meta ? iod->meta->len : 0;
+	u64 blocks, want;
+
+	switch (c->common.opcode) {
+	case nvme_cmd_read:
+	case nvme_cmd_write:
+	case nvme_cmd_compare:
+		break;
+	default:
+		return 0;
+	}
+	blocks = le16_to_cpu(c->rw.length) + 1ULL;
+	want = blocks * ssdq_ns_lba_bytes(ns);
+	if (blk_rq_bytes(req) < want) {
+		dev_err_ratelimited(d, "passthrough: opcode %#x moves %llu bytes, its buffer has %u\n",
+				    c->common.opcode, want, blk_rq_bytes(req));
+		return -EINVAL;
+	}
+	want = (ns->ms && !ns->ext) ? blocks * ns->ms : 0;
+	if (meta_len < want) {
+		dev_err_ratelimited(d, "passthrough: opcode %#x moves %llu bytes of metadata, its metadata buffer has %u\n",
+				    c->common.opcode, want, meta_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The user's buffers into the request, then their lengths checked: the
+ * data (@iter: io_uring's registered buffer, else @uc's addr and data_len;
+ * @vec: an array of data_len iovecs), pinned or copied where it breaks the
+ * queue's alignment, and the metadata. Undone by ssdq_passthru_meta_unmap()
+ * and blk_rq_unmap_user() with the request's first bio, kept before it
+ * ran.
+ */
+int ssdq_passthru_rq_map(struct ssdq_ns *ns, struct request *req,
+			 const struct nvme_passthru_cmd64 *uc, bool vec,
 			 struct iov_iter *iter)
 {
+	int ret = 0;
+
 	if (iter)
-		return blk_rq_map_user_iov(req->q, req, NULL, iter, GFP_KERNEL);
-	return blk_rq_map_user_io(req, NULL, u64_to_user_ptr(addr), len,
-				  GFP_KERNEL, vec, 0, 0, rq_data_dir(req));
+		ret = blk_rq_map_user_iov(req->q, req, NULL, iter, GFP_KERNEL);
+	else if (uc->data_len)
+		ret = blk_rq_map_user_io(req, NULL, u64_to_user_ptr(uc->addr),
+					 uc->data_len, GFP_KERNEL, vec, 0, 0,
+					 rq_data_dir(req));
+	if (ret)
+		return ret;
+	if (uc->metadata_len) {
+		ret = ssdq_passthru_meta_map(ns, req, uc->metadata,
+					     uc->metadata_len);
+		if (ret)
+			goto unmap;
+	}
+	ret = ssdq_passthru_check_len(ns, req);
+	if (!ret)
+		return 0;
+	ssdq_passthru_meta_unmap(req, false);
+unmap:
+	if (req->bio)
+		blk_rq_unmap_user(req->bio);
+	return ret;
 }
 
 /* The NVMe status (> 0), or an errno for one ended before the controller. */
@@ -383,59 +616,28 @@ int ssdq_passthru_rq_status(struct request *req, blk_status_t sts)
 	return ret ?: blk_status_to_errno(sts);
 }
 
-/*
- * A read, write or compare moves its NLB + 1 blocks whatever data_len says:
- * a shorter buffer would let the controller DMA past it (into whatever a
- * zero PRP entry or the page after a bounce buffer names). nvme does not
- * check this; ssdq refuses, as anyone may send a read.
- */
-int ssdq_passthru_check_len(struct ssdq_ns *ns, const struct nvme_command *c,
-			    unsigned int bytes)
-{
-	u32 want;
-
-	switch (c->common.opcode) {
-	case nvme_cmd_read:
-	case nvme_cmd_write:
-	case nvme_cmd_compare:
-		break;
-	default:
-		return 0;
-	}
-	want = (le16_to_cpu(c->rw.length) + 1U) << ns->lba_shift;
-	if (bytes >= want)
-		return 0;
-	dev_err_ratelimited(&ns->dev->pdev->dev,
-			    "passthrough: opcode %#x moves %u bytes, its buffer has %u\n",
-			    c->common.opcode, want, bytes);
-	return -EINVAL;
-}
-
-/* An I/O command, waited for; -errno or the status. */
+/* An I/O command from @uc, waited for; -errno or the status. */
 static int ssdq_io_run(struct ssdq_ns *ns, const struct nvme_command *c,
-		       u64 addr, u32 len, u32 timeout_ms, u64 *result)
+		       const struct nvme_passthru_cmd64 *uc, bool vec,
+		       u64 *result)
 {
-	struct bio *bio = NULL;
 	struct request *req;
 	blk_status_t sts;
+	struct bio *bio;
 	int ret;
 
-	req = ssdq_passthru_rq_alloc(ns, c, 0, 0, timeout_ms);
+	req = ssdq_passthru_rq_alloc(ns, c, 0, 0, uc->timeout_ms);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
-	if (len) {
-		ret = ssdq_passthru_rq_map(req, addr, len, false, NULL);
-		if (ret)
-			goto free;
-		bio = req->bio;
-	}
-	ret = ssdq_passthru_check_len(ns, c, blk_rq_bytes(req));
+	ret = ssdq_passthru_rq_map(ns, req, uc, vec, NULL);
 	if (ret)
-		goto unmap;
+		goto free;
+	bio = req->bio;
 	sts = blk_execute_rq(req, false);
 	ret = ssdq_passthru_rq_status(req, sts);
 	*result = ssdq_iod(req)->result;
-unmap:
+	if (ssdq_passthru_meta_unmap(req, ret >= 0))
+		ret = -EFAULT;
 	if (bio)
 		blk_rq_unmap_user(bio);
 free:
@@ -445,15 +647,23 @@ free:
 
 /* ---- the ioctls */
 
+/* What a passthrough ioctl is: an I/O command, a 64-bit result, vectored. */
+#define SSDQ_UCMD_IO		BIT(0)
+#define SSDQ_UCMD_RESULT64	BIT(1)
+#define SSDQ_UCMD_VEC		BIT(2)
+
 /*
- * NVME_IOCTL_{ADMIN,IO}{,64}_CMD through @ns's block or generic device, or
- * (@ns NULL, admin only) the controller's: through a @partition, by a
- * @writer (a file opened for writing).
+ * NVME_IOCTL_{ADMIN,IO}{,64}_CMD and IO64_CMD_VEC (@kind) through @ns's
+ * block or generic device, or (@ns NULL, admin only) the controller's:
+ * through a @partition, by a @writer (a file opened for writing).
  */
 static int ssdq_user_cmd(struct ssdq_dev *dev, struct ssdq_ns *ns,
 			 bool partition, bool writer, void __user *arg,
-			 bool io, bool result64)
+			 unsigned int kind)
 {
+	bool result64 = kind & SSDQ_UCMD_RESULT64;
+	bool vec = kind & SSDQ_UCMD_VEC;
+	bool io = kind & SSDQ_UCMD_IO;
 	struct nvme_passthru_cmd64 uc;
 	struct nvme_command c = { };
 	u64 result = 0;
@@ -462,18 +672,17 @@ static int ssdq_user_cmd(struct ssdq_dev *dev, struct ssdq_ns *ns,
 	ret = ssdq_passthru_copy_in(&uc, arg, result64);
 	if (ret)
 		return ret;
-	ret = ssdq_passthru_check(dev, &uc, io, false, io ? ns->nsid : 0);
+	ret = ssdq_passthru_check(dev, &uc, io, vec, io ? ns->nsid : 0);
 	if (ret)
 		return ret;
 	ssdq_passthru_build(&c, &uc);
 	if (!ssdq_passthru_allowed(dev, partition, writer, &c, io))
 		return -EACCES;
 	if (io)
-		ret = ssdq_io_run(ns, &c, uc.addr, uc.data_len, uc.timeout_ms,
-				  &result);
+		ret = ssdq_io_run(ns, &c, &uc, vec, &result);
 	else
-		ret = ssdq_passthru_admin(dev, &c, uc.addr, uc.data_len,
-					  &result);
+		ret = ssdq_passthru_admin_user(dev, &c, uc.addr, uc.data_len,
+					       false, &result);
 	if (ret < 0)
 		return ret;
 	return ssdq_passthru_copy_out(arg, result64, result) ?: ret;
@@ -483,15 +692,16 @@ static int ssdq_user_cmd(struct ssdq_dev *dev, struct ssdq_ns *ns,
 static int ssdq_submit_io(struct ssdq_ns *ns, bool partition, bool writer,
 			  struct nvme_user_io __user *arg)
 {
-	struct nvme_user_io io;
+	struct nvme_passthru_cmd64 uc = { };
 	struct nvme_command c = { };
-	u64 result;
+	struct nvme_user_io io;
+	u64 result, len;
 
 	if (copy_from_user(&io, arg, sizeof(io)))
 		return -EFAULT;
-	if (io.flags || io.metadata) {
+	if (io.flags) {
 		dev_err_ratelimited(&ns->dev->pdev->dev,
-				    "submit_io: flags and metadata take 0 only\n");
+				    "submit_io: flags take 0 only\n");
 		return -EINVAL;
 	}
 	switch (io.opcode) {
@@ -516,8 +726,21 @@ static int ssdq_submit_io(struct ssdq_ns *ns, bool partition, bool writer,
 	c.common.cdw15 = cpu_to_le32(io.apptag | (u32)io.appmask << 16);
 	if (!ssdq_passthru_allowed(ns->dev, partition, writer, &c, true))
 		return -EACCES;
-	return ssdq_io_run(ns, &c, io.addr,
-			   (io.nblocks + 1) << ns->lba_shift, 0, &result);
+	len = (io.nblocks + 1ULL) * ssdq_ns_lba_bytes(ns);
+	if (len > ns->dev->max_transfer) {
+		dev_err_ratelimited(&ns->dev->pdev->dev,
+				    "submit_io: %llu bytes, at most %u (the controller's MDTS)\n",
+				    len, ns->dev->max_transfer);
+		return -EINVAL;
+	}
+	uc.addr = io.addr;
+	uc.data_len = len;
+	/* As nvme's: the blocks' metadata, where it is kept apart. */
+	if (ns->ms && !ns->ext && io.metadata) {
+		uc.metadata = io.metadata;
+		uc.metadata_len = (io.nblocks + 1U) * ns->ms;
+	}
+	return ssdq_io_run(ns, &c, &uc, false, &result);
 }
 
 /* A namespace's ioctls: on its block device, or its generic one (chrdev.c). */
@@ -530,17 +753,20 @@ int ssdq_ns_ioctl(struct ssdq_ns *ns, bool partition, bool writer,
 	case NVME_IOCTL_ID:
 		return ns->nsid;
 	case NVME_IOCTL_ADMIN_CMD:
-		return ssdq_user_cmd(dev, ns, partition, writer, argp, false,
-				     false);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp, 0);
 	case NVME_IOCTL_ADMIN64_CMD:
-		return ssdq_user_cmd(dev, ns, partition, writer, argp, false,
-				     true);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp,
+				     SSDQ_UCMD_RESULT64);
 	case NVME_IOCTL_IO_CMD:
-		return ssdq_user_cmd(dev, ns, partition, writer, argp, true,
-				     false);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp,
+				     SSDQ_UCMD_IO);
 	case NVME_IOCTL_IO64_CMD:
-		return ssdq_user_cmd(dev, ns, partition, writer, argp, true,
-				     true);
+		return ssdq_user_cmd(dev, ns, partition, writer, argp,
+				     SSDQ_UCMD_IO | SSDQ_UCMD_RESULT64);
+	case NVME_IOCTL_IO64_CMD_VEC:
+		return ssdq_user_cmd(dev, ns, partition, writer, argp,
+				     SSDQ_UCMD_IO | SSDQ_UCMD_RESULT64 |
+				     SSDQ_UCMD_VEC);
 	case NVME_IOCTL_SUBMIT_IO:
 		return ssdq_submit_io(ns, partition, writer, argp);
 	default:
@@ -594,11 +820,10 @@ int ssdq_ctrl_ioctl(struct ssdq_dev *dev, unsigned int cmd, void __user *argp)
 {
 	switch (cmd) {
 	case NVME_IOCTL_ADMIN_CMD:
-		return ssdq_user_cmd(dev, NULL, false, false, argp, false,
-				     false);
+		return ssdq_user_cmd(dev, NULL, false, false, argp, 0);
 	case NVME_IOCTL_ADMIN64_CMD:
-		return ssdq_user_cmd(dev, NULL, false, false, argp, false,
-				     true);
+		return ssdq_user_cmd(dev, NULL, false, false, argp,
+				     SSDQ_UCMD_RESULT64);
 	case NVME_IOCTL_RESET:
 		return ssdq_ctrl_reset_or_rescan(dev, true);
 	case NVME_IOCTL_RESCAN:

@@ -7,8 +7,12 @@
  * older than NVMe 1.1), identifies each namespace, and adds a disk for
  * each new one, resizes one whose size changed, and removes one that is no
  * longer active or whose block size changed (added again by the same scan).
- * A namespace ssdq cannot drive (per-block metadata, a block size above
- * the page size) gets a line and no disk, as under nvme.
+ * A namespace whose blocks ssdq cannot serve through the block layer
+ * (per-block metadata, a block size above the page size) gets a disk of
+ * zero capacity, as under nvme, so that its generic char device (chrdev.c)
+ * carries passthrough commands to it (ioctl.c and uring.c know its format);
+ * one whose block size is smaller than a sector or above 64 KiB gets a line
+ * and nothing else.
  * The probe scans once, before it returns; afterwards scan_work does, when
  * the controller reports a Namespace Attribute Changed event (aen.c) or
  * user space writes 1 to rescan_namespaces on the PCI device.
@@ -50,10 +54,13 @@ struct ssdq_scan {
  * What ssdq_ns_identify() says of a namespace besides 0, an errno of the
  * admin queue or an NVMe status: not active (allocated elsewhere, or not
  * at all: Identify gives zeroes), or active in a form ssdq cannot drive
- * (logged; it gets no disk, as nvme skips such a namespace).
+ * at all (logged; it gets no disk).
  */
 #define SSDQ_NS_INACTIVE	(-ENXIO)
 #define SSDQ_NS_UNUSABLE	(-EOPNOTSUPP)
+
+/* The largest block a passthrough command's NLB (16 bits) keeps in 32 bits. */
+#define SSDQ_NS_MAX_LBA_SHIFT	16
 
 /*
  * Identify (CNS @cns) into the page at @dma, beside any reset: a scan runs
@@ -88,25 +95,26 @@ static int ssdq_ns_parse(struct ssdq_dev *dev, struct ssdq_ns *ns,
 		return SSDQ_NS_UNUSABLE;
 	}
 	lbaf = &id->lbaf[format];
-	if (le16_to_cpu(lbaf->ms)) {
-		dev_err(&dev->pdev->dev,
-			"namespace %u has per-block metadata, not supported\n",
-			ns->nsid);
-		return SSDQ_NS_UNUSABLE;
-	}
-	if (lbaf->ds < SECTOR_SHIFT || lbaf->ds > PAGE_SHIFT) {
+	if (lbaf->ds < SECTOR_SHIFT || lbaf->ds > SSDQ_NS_MAX_LBA_SHIFT) {
 		dev_err(&dev->pdev->dev,
 			"namespace %u block size 2^%u not supported\n",
 			ns->nsid, lbaf->ds);
 		return SSDQ_NS_UNUSABLE;
 	}
+	ns->lba_shift = lbaf->ds;
+	ns->ms = le16_to_cpu(lbaf->ms);
+	ns->ext = ns->ms && (id->flbas & NVME_NS_FLBAS_META_EXT);
+	/* The block layer's pages hold whole blocks, and no metadata. */
+	ns->blockless = ns->ms || lbaf->ds > PAGE_SHIFT;
+	ns->capacity = 0;
+	if (ns->blockless)
+		return 0;
 	if (check_shl_overflow(nsze, lbaf->ds - SECTOR_SHIFT, &ns->capacity)) {
 		dev_err(&dev->pdev->dev,
 			"namespace %u: %llu blocks of 2^%u bytes overflow a sector count\n",
 			ns->nsid, nsze, lbaf->ds);
 		return SSDQ_NS_UNUSABLE;
 	}
-	ns->lba_shift = lbaf->ds;
 	return 0;
 }
 
@@ -201,6 +209,25 @@ static void ssdq_ns_remove(struct ssdq_dev *dev, struct ssdq_ns *ns,
 	atomic64_inc(&dev->ns_removed);
 }
 
+static void ssdq_ns_say_added(struct ssdq_dev *dev, struct ssdq_ns *ns,
+			      const char *name)
+{
+	if (!ns->blockless) {
+		dev_info(&dev->pdev->dev,
+			 "%s: namespace %u, %llu MiB, %u-byte blocks\n", name,
+			 ns->nsid,
+			 (unsigned long long)(ns->capacity >>
+					      (20 - SECTOR_SHIFT)),
+			 1U << ns->lba_shift);
+		return;
+	}
+	dev_info(&dev->pdev->dev,
+		 "%s: namespace %u, %u-byte blocks, %u bytes of metadata each%s: passthrough only (ssdqg%dn%u), the disk has no capacity\n",
+		 name, ns->nsid, 1U << ns->lba_shift, ns->ms,
+		 ns->ext ? ", in the block" : ns->ms ? ", apart" : "",
+		 dev->instance, ns->nsid);
+}
+
 static int ssdq_ns_add(struct ssdq_dev *dev, u32 nsid, struct ssdq_scan *scan)
 {
 	char name[DISK_NAME_LEN];
@@ -246,10 +273,7 @@ static int ssdq_ns_add(struct ssdq_dev *dev, u32 nsid, struct ssdq_scan *scan)
 	if (ret)
 		dev_warn(&dev->pdev->dev, "%s: no generic char device: %s\n",
 			 name, ssdq_result_str(&m, ret));
-	dev_info(&dev->pdev->dev,
-		 "%s: namespace %u, %llu MiB, %u-byte blocks\n", name, nsid,
-		 (unsigned long long)(ns->capacity >> (20 - SECTOR_SHIFT)),
-		 1U << ns->lba_shift);
+	ssdq_ns_say_added(dev, ns, name);
 	return 0;
 }
 
@@ -267,7 +291,8 @@ static int ssdq_ns_revalidate(struct ssdq_dev *dev, struct ssdq_ns *ns,
 	ns->scan_gen = scan->gen;
 	ret = ssdq_ns_identify(dev, &fresh, scan);
 	if (ret == SSDQ_NS_INACTIVE || ret == SSDQ_NS_UNUSABLE ||
-	    (!ret && fresh.lba_shift != ns->lba_shift)) {
+	    (!ret && (fresh.lba_shift != ns->lba_shift ||
+		      fresh.ms != ns->ms || fresh.ext != ns->ext))) {
 		ssdq_ns_remove(dev, ns, ret == SSDQ_NS_INACTIVE ?
 			       "is not active any more" :
 			       "changed its format");

@@ -4,9 +4,10 @@
  * (chrdev.c), nvme's user ABI (<uapi/linux/nvme_ioctl.h>) as fio's
  * io_uring_cmd engine and liburing speak it:
  *
- *   NVME_URING_CMD_IO      an I/O command on a namespace's generic device
- *   NVME_URING_CMD_IO_VEC  ... its data an iovec array (data_len entries)
- *   NVME_URING_CMD_ADMIN   an admin command on the controller's device
+ *   NVME_URING_CMD_IO         an I/O command on a namespace's generic device
+ *   NVME_URING_CMD_IO_VEC     ... its data an iovec array (data_len entries)
+ *   NVME_URING_CMD_ADMIN      an admin command on the controller's device
+ *   NVME_URING_CMD_ADMIN_VEC  ... its data an iovec array
  *
  * The ring needs 128-byte SQEs and 32-byte CQEs (IORING_SETUP_SQE128 |
  * IORING_SETUP_CQE32): the CQE's res is the NVMe status (or -errno), its
@@ -27,13 +28,14 @@
  * rings (EOPNOTSUPP).
  *
  * Registered buffers (IORING_URING_CMD_FIXED, fio's --fixedbufs) are
- * mapped from io_uring's pinned pages, for the non-vectored I/O command.
+ * mapped from io_uring's pinned pages (an admin command's copied from
+ * them), for the non-vectored commands.
  *
- * An admin command runs as the ioctl's does, synchronously: from io_uring's
- * worker thread (ssdq tells a non-blocking issue to try again there), then
- * completed through task work like an I/O command. Not on a polled ring
- * (EOPNOTSUPP, as nvme), not vectored, not from a registered buffer
- * (EINVAL and one line).
+ * An admin command runs as the ioctl's does, synchronously, its data
+ * copied through ssdq's buffer (ioctl.c): from io_uring's worker thread
+ * (ssdq tells a non-blocking issue to try again there), then completed
+ * through task work like an I/O command. Not on a polled ring (EOPNOTSUPP,
+ * as nvme).
  */
 #include <linux/blk-mq.h>
 
@@ -95,6 +97,8 @@ static void ssdq_uring_finish(struct io_uring_cmd *ioucmd,
 {
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
 
+	if (pdu->req && ssdq_passthru_meta_unmap(pdu->req, pdu->status >= 0))
+		pdu->status = -EFAULT;
 	if (pdu->bio)
 		blk_rq_unmap_user(pdu->bio);
 	if (pdu->req)
@@ -117,42 +121,48 @@ SSDQ_URING_TASK_CB(ssdq_uring_finish)
  * kept until its CQE is posted: io_uring's iopoll may still poll through
  * it until then, and holding it holds the queue, so removal, which frees
  * the tag set, waits for it. Only a polled ring calls iopoll, and only its
- * commands are REQ_POLLED.
+ * commands are REQ_POLLED. One with a metadata buffer is kept too: the
+ * buffer, named in its iod, goes back to the user from the task.
  */
 static enum rq_end_io_ret ssdq_uring_end_io(SSDQ_END_IO_PARAMS)
 {
 	struct io_uring_cmd *ioucmd = req->end_io_data;
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
-	bool polled = req->cmd_flags & REQ_POLLED;
+	bool keep = (req->cmd_flags & REQ_POLLED) || ssdq_iod(req)->meta;
 
 	pdu->status = ssdq_passthru_rq_status(req, err);
 	pdu->result = ssdq_iod(req)->result;
-	if (!polled)
+	if (!keep)
 		pdu->req = NULL;
 	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
-	return polled ? RQ_END_IO_NONE : RQ_END_IO_FREE;
+	return keep ? RQ_END_IO_NONE : RQ_END_IO_FREE;
 }
 
-static int ssdq_uring_map(struct request *req, struct io_uring_cmd *ioucmd,
+/* As under 6.12's nvme: a registered buffer is one buffer, not a vector. */
+static int ssdq_uring_fixed_vec_refused(struct device *d)
+{
+	dev_err_ratelimited(d, "uring passthrough: a registered buffer is one buffer, not vectored\n");
+	return -EINVAL;
+}
+
+/* The data (a registered buffer or the user's) and metadata into @req. */
+static int ssdq_uring_map(struct ssdq_ns *ns, struct request *req,
+			  struct io_uring_cmd *ioucmd,
 			  const struct nvme_passthru_cmd64 *uc, bool vec,
 			  unsigned int issue_flags)
 {
 	struct iov_iter iter;
 	int ret;
 
-	if (!(ioucmd->flags & IORING_URING_CMD_FIXED))
-		return ssdq_passthru_rq_map(req, uc->addr, uc->data_len, vec,
-					    NULL);
-	if (vec) {
-		dev_err_ratelimited(&ssdq_rq_dev(req)->pdev->dev,
-				    "uring passthrough: a registered buffer is one buffer, not vectored\n");
-		return -EINVAL;
-	}
+	if (!(ioucmd->flags & IORING_URING_CMD_FIXED) || !uc->data_len)
+		return ssdq_passthru_rq_map(ns, req, uc, vec, NULL);
+	if (vec)
+		return ssdq_uring_fixed_vec_refused(&ns->dev->pdev->dev);
 	ret = ssdq_uring_import_fixed(uc->addr, uc->data_len, rq_data_dir(req),
 				      &iter, ioucmd, issue_flags);
 	if (ret < 0)
 		return ret;
-	return ssdq_passthru_rq_map(req, 0, 0, false, &iter);
+	return ssdq_passthru_rq_map(ns, req, uc, false, &iter);
 }
 
 /* NVME_URING_CMD_IO{,_VEC}: issue, and end in ssdq_uring_end_io(). */
@@ -186,27 +196,17 @@ static int ssdq_uring_io(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
 	req = ssdq_passthru_rq_alloc(ns, &c, flags, blk_flags, uc.timeout_ms);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
-	if (uc.data_len) {
-		ret = ssdq_uring_map(req, ioucmd, &uc, vec, issue_flags);
-		if (ret)
-			goto free;
+	ret = ssdq_uring_map(ns, req, ioucmd, &uc, vec, issue_flags);
+	if (ret) {
+		blk_mq_free_request(req);
+		return ret;
 	}
-	ret = ssdq_passthru_check_len(ns, &c, blk_rq_bytes(req));
-	if (ret)
-		goto unmap;
 	pdu->bio = req->bio;
 	pdu->req = req;
 	req->end_io = ssdq_uring_end_io;
 	req->end_io_data = ioucmd;
 	blk_execute_rq_nowait(req, false);
 	return -EIOCBQUEUED;
-
-unmap:
-	if (req->bio)
-		blk_rq_unmap_user(req->bio);
-free:
-	blk_mq_free_request(req);
-	return ret;
 }
 
 /* A namespace's generic device: I/O commands only, as nvme's. */
@@ -228,12 +228,33 @@ int ssdq_uring_ns_cmd(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
 	}
 }
 
+/* An admin command's data in a registered buffer. */
+static int ssdq_uring_admin_fixed(struct ssdq_dev *dev,
+				  struct io_uring_cmd *ioucmd,
+				  struct nvme_command *c,
+				  const struct nvme_passthru_cmd64 *uc,
+				  unsigned int issue_flags, u64 *result)
+{
+	struct iov_iter iter;
+	int ret;
+
+	if (!uc->data_len)
+		return ssdq_passthru_admin(dev, c, NULL, result);
+	ret = ssdq_uring_import_fixed(uc->addr, uc->data_len,
+				      ssdq_admin_data_dir(uc->opcode), &iter,
+				      ioucmd, issue_flags);
+	if (ret < 0)
+		return ret;
+	return ssdq_passthru_admin(dev, c, &iter, result);
+}
+
 /*
- * NVME_URING_CMD_ADMIN on the controller's device: ssdq's admin commands
- * wait, so the command runs from io_uring's worker, where it may sleep.
+ * NVME_URING_CMD_ADMIN{,_VEC} on the controller's device: ssdq's admin
+ * commands wait, so the command runs from io_uring's worker, where it may
+ * sleep.
  */
 static int ssdq_uring_admin(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
-			    unsigned int issue_flags)
+			    unsigned int issue_flags, bool vec)
 {
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
 	struct nvme_passthru_cmd64 uc;
@@ -242,19 +263,21 @@ static int ssdq_uring_admin(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 
 	if (issue_flags & IO_URING_F_NONBLOCK)
 		return -EAGAIN;
-	if (ioucmd->flags & IORING_URING_CMD_FIXED) {
-		dev_err_ratelimited(&dev->pdev->dev,
-				    "uring admin passthrough: no registered buffer, a plain one only\n");
-		return -EINVAL;
-	}
 	ssdq_uring_copy_in(&uc, ioucmd);
-	ret = ssdq_passthru_check(dev, &uc, false, false, 0);
+	ret = ssdq_passthru_check(dev, &uc, false, vec, 0);
 	if (ret)
 		return ret;
 	ssdq_passthru_build(&c, &uc);
 	if (!ssdq_passthru_allowed(dev, false, false, &c, false))
 		return -EACCES;
-	ret = ssdq_passthru_admin(dev, &c, uc.addr, uc.data_len, &pdu->result);
+	if (!(ioucmd->flags & IORING_URING_CMD_FIXED))
+		ret = ssdq_passthru_admin_user(dev, &c, uc.addr, uc.data_len,
+					       vec, &pdu->result);
+	else if (!vec)
+		ret = ssdq_uring_admin_fixed(dev, ioucmd, &c, &uc, issue_flags,
+					     &pdu->result);
+	else
+		ret = ssdq_uring_fixed_vec_refused(&dev->pdev->dev);
 	if (ret < 0)
 		return ret;
 	pdu->bio = NULL;
@@ -277,11 +300,9 @@ int ssdq_uring_ctrl_cmd(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 		return -EOPNOTSUPP;
 	switch (ioucmd->cmd_op) {
 	case NVME_URING_CMD_ADMIN:
-		return ssdq_uring_admin(dev, ioucmd, issue_flags);
+		return ssdq_uring_admin(dev, ioucmd, issue_flags, false);
 	case NVME_URING_CMD_ADMIN_VEC:
-		dev_err_ratelimited(&dev->pdev->dev,
-				    "uring admin passthrough: vectored data is not taken, NVME_URING_CMD_ADMIN only\n");
-		return -EINVAL;
+		return ssdq_uring_admin(dev, ioucmd, issue_flags, true);
 	default:
 		return -ENOTTY;
 	}
