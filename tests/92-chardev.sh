@@ -162,9 +162,11 @@ admin_cases "/dev/$REF_CTRL" >"$T_DIR/nvme-admin.txt"
 assert_eq "uring admin commands on $CTRL, as nvme's /dev/$REF_CTRL" \
 	"$(sed 's/ data .*//' "$T_DIR/ssdq-admin.txt" | tr '\n' ',')" \
 	"$(sed 's/ data .*//' "$T_DIR/nvme-admin.txt" | tr '\n' ',')"
+# (A polled ring takes admin commands on 7.3, for both drivers.)
 for f in ssdq nvme; do
-	assert_eq "$f's Identify data through each kind of buffer" \
-		"$(grep -o ' data .*' "$T_DIR/$f-admin.txt" | sort | uniq -c | awk '{ print $1 }')" 4
+	assert_eq "$f's Identify data through each kind of buffer: answers, different data" \
+		"$(grep -c ' data ' "$T_DIR/$f-admin.txt") $(grep -o ' data .*' "$T_DIR/$f-admin.txt" | sort -u | wc -l)" \
+		"$(grep -c ' ok ' "$T_DIR/$f-admin.txt") 1"
 done
 grep -q '^admin-fixed ok 0 ' "$T_DIR/ssdq-admin.txt" ||
 	fail "a uring admin command from a registered buffer: $(cat "$T_DIR/ssdq-admin.txt")"

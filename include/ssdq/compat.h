@@ -347,7 +347,10 @@ static inline void ssdq_hrtimer_setup(struct hrtimer *timer,
 #define ssdq_assign_str(dst, src)	__assign_str(dst, src)
 #endif
 
-/* A block device's open mode: blk_mode_t since 6.5, fmode_t before. */
+/*
+ * A block device's open mode: blk_mode_t since 6.5 (declared in blkdev.h,
+ * in types.h by 7.3), fmode_t before.
+ */
 #ifdef SSDQ_HAVE_BLK_MODE_T
 #define ssdq_blk_mode_t	blk_mode_t
 #define SSDQ_OPEN_WRITE	BLK_OPEN_WRITE
