@@ -496,7 +496,6 @@ struct ssdq_ns {
 	u8 lba_shift;
 	u16 ms;				/* metadata bytes per block ... */
 	bool ext;			/* ... in the block (else apart) */
-	bool blockless;			/* no block I/O: only passthrough */
 	sector_t capacity;		/* in 512-byte sectors */
 	struct ssdq_ns_ids ids;
 	u64 scan_gen;			/* the last scan that found it */
@@ -506,10 +505,25 @@ struct ssdq_ns {
 	struct cdev cdev;
 };
 
-/* The bytes one logical block moves in a command's data buffer. */
+/* The bytes one logical block moves in a command's data buffer ... */
 static inline u32 ssdq_ns_lba_bytes(const struct ssdq_ns *ns)
 {
 	return (1U << ns->lba_shift) + (ns->ext ? ns->ms : 0);
+}
+
+/* ... and in its metadata buffer (MPTR): 0 where none is kept apart. */
+static inline u16 ssdq_ns_meta_apart(const struct ssdq_ns *ns)
+{
+	return ns->ext ? 0 : ns->ms;
+}
+
+/*
+ * No block I/O, only passthrough: the block layer's pages hold whole
+ * blocks, and no metadata (ns.c).
+ */
+static inline bool ssdq_ns_blockless(const struct ssdq_ns *ns)
+{
+	return ns->ms || ns->lba_shift > PAGE_SHIFT;
 }
 
 #define ssdq_for_each_ns(dev, ns) \

@@ -136,7 +136,7 @@ static void ssdq_set_limits(struct ssdq_ns *ns, struct queue_limits *lim)
 	/* PRPs can only describe whole pages between the first and last. */
 	lim->virt_boundary_mask = SSDQ_CTRL_PAGE_SIZE - 1;
 	lim->dma_alignment = 3;		/* PRP entries are dword aligned */
-	if (ns->blockless)
+	if (ssdq_ns_blockless(ns))
 		return;
 
 	if (dev->oncs & NVME_CTRL_ONCS_DSM) {

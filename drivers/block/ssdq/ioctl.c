@@ -477,7 +477,7 @@ static int ssdq_passthru_meta_map(struct ssdq_ns *ns, struct request *req,
 	struct ssdq_iod *iod = ssdq_iod(req);
 	struct ssdq_pt_meta *meta;
 
-	if (!ns->ms || ns->ext) {
+	if (!ssdq_ns_meta_apart(ns)) {
 		dev_err_ratelimited(d, "passthrough: namespace %u keeps no metadata apart: metadata_len takes 0 only\n",
 				    ns->nsid);
 		return -EINVAL;
@@ -561,7 +561,7 @@ static int ssdq_passthru_check_len(struct ssdq_ns *ns, struct request *req)
 				    c->common.opcode, want, blk_rq_bytes(req));
 		return -EINVAL;
 	}
-	want = (ns->ms && !ns->ext) ? blocks * ns->ms : 0;
+	want = blocks * ssdq_ns_meta_apart(ns);
 	if (meta_len < want) {
 		dev_err_ratelimited(d, "passthrough: opcode %#x moves %llu bytes of metadata, its metadata buffer has %u\n",
 				    c->common.opcode, want, meta_len);
@@ -736,9 +736,9 @@ static int ssdq_submit_io(struct ssdq_ns *ns, bool partition, bool writer,
 	uc.addr = io.addr;
 	uc.data_len = len;
 	/* As nvme's: the blocks' metadata, where it is kept apart. */
-	if (ns->ms && !ns->ext && io.metadata) {
+	if (ssdq_ns_meta_apart(ns) && io.metadata) {
 		uc.metadata = io.metadata;
-		uc.metadata_len = (io.nblocks + 1U) * ns->ms;
+		uc.metadata_len = (io.nblocks + 1U) * ssdq_ns_meta_apart(ns);
 	}
 	return ssdq_io_run(ns, &c, &uc, false, &result);
 }

@@ -104,10 +104,8 @@ static int ssdq_ns_parse(struct ssdq_dev *dev, struct ssdq_ns *ns,
 	ns->lba_shift = lbaf->ds;
 	ns->ms = le16_to_cpu(lbaf->ms);
 	ns->ext = ns->ms && (id->flbas & NVME_NS_FLBAS_META_EXT);
-	/* The block layer's pages hold whole blocks, and no metadata. */
-	ns->blockless = ns->ms || lbaf->ds > PAGE_SHIFT;
 	ns->capacity = 0;
-	if (ns->blockless)
+	if (ssdq_ns_blockless(ns))
 		return 0;
 	if (check_shl_overflow(nsze, lbaf->ds - SECTOR_SHIFT, &ns->capacity)) {
 		dev_err(&dev->pdev->dev,
@@ -212,7 +210,7 @@ static void ssdq_ns_remove(struct ssdq_dev *dev, struct ssdq_ns *ns,
 static void ssdq_ns_say_added(struct ssdq_dev *dev, struct ssdq_ns *ns,
 			      const char *name)
 {
-	if (!ns->blockless) {
+	if (!ssdq_ns_blockless(ns)) {
 		dev_info(&dev->pdev->dev,
 			 "%s: namespace %u, %llu MiB, %u-byte blocks\n", name,
 			 ns->nsid,
