@@ -85,14 +85,16 @@ wait_for $((IO_TIMEOUT * 10)) "the reset after the dropped completion" grew "$r0
 reset_traced() { grep -q ' ssdq_reset: ' "$TRACEFS/trace"; }
 wait_for 30 "the reset's ssdq_reset event" reset_traced
 
-# Into the guest's tmpfs: the recording is tens of MB, and 9p moves under
-# 1 MB/s on the debug kernel. The test keeps its counts and first lines.
-EVF=/tmp/ssdq-events.txt
-trace_stop "$EVF"
+# fio stops before the recording: disabling the events patches their call
+# sites, which must not happen under I/O (trace_stop() in lib.sh).
 kill -INT "$fpid"
 rc=0
 wait "$fpid" || rc=$?
 trap - EXIT
+# Into the guest's tmpfs: the recording is tens of MB, and 9p moves under
+# 1 MB/s on the debug kernel. The test keeps its counts and first lines.
+EVF=/tmp/ssdq-events.txt
+trace_stop "$EVF"
 errs=$(sed -n '/^{/,$p' "$T_DIR/fio.json" | jq '[.jobs[].error] | add') ||
 	fail "fio: unreadable JSON output"
 assert_eq "fio job errors (exit $rc)" "$errs" 0
