@@ -35,7 +35,8 @@ cd /tmp
 command -v nvme >/dev/null || fail "nvme-cli missing (make deps)"
 allow_dmesg 'failed: NVMe status 0x4002 \(Invalid Field in Command, DNR\)|operation not supported error, dev ssdq[0-9]+n3|namespace [0-9]+ is not active any more|namespace attribute changed|rescan_namespaces takes 1|resetting the controller|reset done|Buffer I/O error|removing the disk'
 
-dut_load
+# A poll queue: the odd controller's metadata reads on a polled ring.
+dut_load poll_queues=1
 ref_load
 
 disk_count_is() { [[ $(disks_of_pci "$1" | wc -l) == "$2" ]]; }
@@ -306,6 +307,63 @@ python3 "$IOCTL_PY" io "${g}2" read 8 4 "$T_DIR/x" 2048 >>"$T_DIR/short.txt" 2>&
 assert_eq "reads without their metadata buffer, or into 2048 bytes for 2080" \
 	"$(tr '\n' ',' <"$T_DIR/short.txt")" "io errno EINVAL,io errno EINVAL,"
 assert_eq "their lines" "$(dmesg_since odd | grep -c 'passthrough: opcode 0x2 moves' || true)" 2
+# Metadata commands in flight through resets: nsid 1's uring reads, each
+# with its own metadata buffer of ssdq's kept with its request to the CQE,
+# on an interrupt ring under irqpoll and on a polled ring (where the
+# kernel polls uring commands: 6.6) through a sysfs reset, and on an
+# interrupt ring whose one completion is dropped (a timeout, an Abort,
+# a reset that cancels that command). Every command ends, and what nvme
+# wrote reads back after, metadata too; the debug lane's kmemleak finds a
+# buffer left behind.
+OSYS=/sys/block/${odd[0]}
+ODBG=/sys/kernel/debug/ssdq/${odd[0]}
+odd_reaped() {
+	local c p
+	read -r c p < <(queue_cols "$ODBG/irq" -1 completions polled)
+	echo $((c + p))
+}
+odd_resets() { kv_get "$ODBG/recovery" resets; }
+odd_loading() { (($(odd_reaped) > rp0 + 64)); }
+odd_reset_since() { (($(odd_resets) > $1)); }
+md_load() { # what reset|drop [poll]
+	local what=$1 how=$2 out r0 lpid
+	shift 2
+	md_runs=$((${md_runs:-0} + 1))
+	out=$T_DIR/md-load-$md_runs.txt
+	rp0=$(odd_reaped) r0=$(odd_resets)
+	"$URING" load "${g}1" 0 512 120 16 md=8 "$@" >"$out" 2>&1 &
+	lpid=$!
+	wait_for 30 "metadata reads under way ($what)" odd_loading
+	if [[ $how == reset ]]; then
+		echo 1 >"$OSYS/recovery/reset"
+	else
+		echo 1 >"$ODBG/fault/drop_completions"
+		wait_for $((IO_TIMEOUT_S * 10)) "the reset after a dropped completion ($what)" \
+			odd_reset_since "$r0"
+	fi
+	kill -USR1 "$lpid"
+	wait "$lpid" || true
+	[[ $(cat "$out") == "load ok "* ]] || fail "metadata reads, $what: $(cat "$out")"
+	# The dropped one, cancelled by the reset, ends as nvme's would.
+	[[ $how == reset ]] || [[ $(cat "$out") == *" 0x371:1"* ]] ||
+		fail "metadata reads, $what: no one command ended Host Aborted (0x371): $(cat "$out")"
+	assert_eq "resets ($what)" "$(odd_resets)" $((r0 + 1))
+	"$URING" xfer "${g}1" read 8 512 2048 "$T_DIR/1.got" "md=32:$T_DIR/1.md.got" >/dev/null
+	cmp "$T_DIR/1a.dat" "$T_DIR/1.got" && cmp "$T_DIR/1a.md" "$T_DIR/1.md.got" ||
+		fail "after metadata reads ($what): nsid 1's data or metadata differ"
+	ok "metadata reads, $what: every command ended ($(cat "$out")), nsid 1 reads back"
+}
+allow_dmesg 'timed out|not aborted|I/O error'
+IO_TIMEOUT_S=$((3 * ${SSDQ_TIMEOUT_SCALE:-1}))
+echo $((IO_TIMEOUT_S * 1000)) >"$OSYS/queue/io_timeout"
+echo irqpoll >"$OSYS/irq/mode"
+md_load "irqpoll, a sysfs reset" reset
+echo direct >"$OSYS/irq/mode"
+md_load "a dropped completion" drop
+kernel=$(uname -r)
+if [[ $(printf '%s\n' 6.6 "${kernel%%-*}" | sort -V | head -n1) == 6.6 ]]; then
+	md_load "polled, a sysfs reset" reset poll
+fi
 # A read-only disk does not stop its generic device (nor nvme's).
 blockdev --setro "/dev/${odd[2]}"
 odd_write "${g}1" "${g}2" "${g}3" b 16 1

@@ -13,12 +13,13 @@
  *	one line per case: "<case> ok <status, hex> <dword 0, hex>" when the
  *	CQE came, "<case> errno <NAME>" when it said an errno (one_case()
  *	names them); the namespace's blocks are $LBS bytes (512 without)
- *   uring-pt load DEV SLBA LBS SECONDS QD [poll]
+ *   uring-pt load DEV SLBA LBS SECONDS QD [poll] [md=MS]
  *	QD 4 KiB reads in flight for SECONDS (or until SIGUSR1, or until
  *	4 * QD have failed: a dead controller), then every CQE waited for (at
  *	most 120 s): "load ok
  *	N status N errno N" and each kind's count; exit status 2 if CQEs are
- *	missing
+ *	missing. md=MS: each read also takes its blocks' metadata kept apart,
+ *	MS bytes a block, into a buffer of its own
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -467,40 +468,69 @@ static void on_usr1(int sig)
 	load_stop = 1;
 }
 
+/* What load() reads: slot I is the 4 KiB at SLBA + I * 4 KiB. */
+struct load_job {
+	struct io_uring ring;
+	int fd, nsid;
+	__u64 slba;
+	unsigned int nlb, ms;	/* blocks a read, metadata bytes a block */
+	char *buf, *md;
+};
+
+static void load_read(struct load_job *j, unsigned int i)
+{
+	struct nvme_uring_cmd *c = prep(&j->ring, j->fd, NVME_URING_CMD_IO, i);
+
+	rw_cmd(c, NVME_CMD_READ, j->nsid, j->slba + (__u64)i * j->nlb, j->nlb,
+	       j->buf + i * 4096, 4096);
+	if (j->ms) {
+		c->metadata = (__u64)(uintptr_t)(j->md + i * j->nlb * j->ms);
+		c->metadata_len = j->nlb * j->ms;
+	}
+}
+
 static int load(int argc, char **argv)
 {
-	__u64 slba = strtoull(argv[3], NULL, 0);
-	unsigned int lbs = strtoul(argv[4], NULL, 0);
 	double end = now() + atof(argv[5]), give_up;
 	unsigned int qd = strtoul(argv[6], NULL, 0), i;
-	int poll = argc > 7 && !strcmp(argv[7], "poll");
 	long inflight = 0, ok = 0, status = 0, err = 0;
 	struct __kernel_timespec ts = { .tv_sec = 1 };
+	struct load_job j = { .buf = buf_alloc() };
 	struct io_uring_cqe *cqe;
 	struct kinds k = { };
-	struct io_uring ring;
-	char *buf = buf_alloc();
-	int fd, nsid, ret;
+	int poll = 0, ret;
 
 	struct sigaction sa = { .sa_handler = on_usr1 };
 
+	j.slba = strtoull(argv[3], NULL, 0);
+	j.nlb = 4096 / strtoul(argv[4], NULL, 0);
+	for (i = 7; i < (unsigned int)argc; i++) {
+		if (!strcmp(argv[i], "poll"))
+			poll = 1;
+		else if (!strncmp(argv[i], "md=", 3))
+			j.ms = strtoul(argv[i] + 3, NULL, 0);
+		else
+			die(argv[i], EINVAL);
+	}
+	if (qd * 4096 > BUF_SIZE)
+		die("QD", EINVAL);
+	if (j.ms && !(j.md = calloc(qd, j.nlb * j.ms)))
+		die("calloc", ENOMEM);
 	sigaction(SIGUSR1, &sa, NULL);
-	fd = open_dev(argv[2], O_RDONLY);
-	nsid = nsid_of(fd);
-	ring_init(&ring, qd, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-			     (poll ? IORING_SETUP_IOPOLL : 0));
+	j.fd = open_dev(argv[2], O_RDONLY);
+	j.nsid = nsid_of(j.fd);
+	ring_init(&j.ring, qd, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+			       (poll ? IORING_SETUP_IOPOLL : 0));
 	for (i = 0; i < qd; i++) {
-		rw_cmd(prep(&ring, fd, NVME_URING_CMD_IO, i), NVME_CMD_READ,
-		       nsid, slba + i * (4096 / lbs), 4096 / lbs,
-		       buf + i * 4096, 4096);
+		load_read(&j, i);
 		inflight++;
 	}
-	ret = io_uring_submit(&ring);
+	ret = io_uring_submit(&j.ring);
 	if (ret < 0)
 		die("io_uring_submit", -ret);
 	give_up = end + 120;
 	while (inflight) {
-		ret = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+		ret = io_uring_wait_cqe_timeout(&j.ring, &cqe, &ts);
 		if (ret == -ETIME || ret == -EINTR) {
 			if (now() > give_up) {
 				printf("load hung: %ld commands without a CQE after 120 s\n",
@@ -519,14 +549,12 @@ static int load(int argc, char **argv)
 			status++;
 		else
 			err++;
-		io_uring_cqe_seen(&ring, cqe);
+		io_uring_cqe_seen(&j.ring, cqe);
 		inflight--;
 		if (!load_stop && now() < end && status + err <= 4 * (long)qd) {
-			rw_cmd(prep(&ring, fd, NVME_URING_CMD_IO, i),
-			       NVME_CMD_READ, nsid, slba + i * (4096 / lbs),
-			       4096 / lbs, buf + i * 4096, 4096);
+			load_read(&j, i);
 			inflight++;
-			ret = io_uring_submit(&ring);
+			ret = io_uring_submit(&j.ring);
 			if (ret < 0)
 				die("io_uring_submit", -ret);
 		}
