@@ -317,11 +317,7 @@ assert_eq "their lines" "$(dmesg_since odd | grep -c 'passthrough: opcode 0x2 mo
 # buffer left behind.
 OSYS=/sys/block/${odd[0]}
 ODBG=/sys/kernel/debug/ssdq/${odd[0]}
-odd_reaped() {
-	local c p
-	read -r c p < <(queue_cols "$ODBG/irq" -1 completions polled)
-	echo $((c + p))
-}
+odd_reaped() { DBG=$ODBG reaped; }
 odd_resets() { kv_get "$ODBG/recovery" resets; }
 odd_loading() { (($(odd_reaped) > rp0 + 64)); }
 odd_reset_since() { (($(odd_resets) > $1)); }
