@@ -162,9 +162,9 @@ esac
 
 
 # Write the guest script: forwarded environment, then the command.
-write_guest_script() { # $1=file, rest=command
-	local f=$1 v
-	shift
+write_guest_script() { # $1=file, $2=VM timeout, rest=command
+	local f=$1 tmo=$2 v
+	shift 2
 	{
 		echo '#!/bin/bash'
 		echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -178,6 +178,10 @@ write_guest_script() { # $1=file, rest=command
 			esac
 		done
 		printf 'export SSDQ_OUT=%q SSDQ_REPO=%q SSDQ_IN_VM=1\n' "$out" "$SSDQ_REPO"
+		# When the VM will be killed, in seconds of the guest's uptime
+		# (which starts after QEMU does): the runner ends a stuck test
+		# before then, so it is still dumped and reported.
+		printf 'export SSDQ_VM_END=%q\n' "$tmo"
 		((pcie)) && echo 'export SSDQ_PCI_DUT=0000:01:00.0'
 		printf 'export SSDQ_IMG_BYTES=%q SSDQ_LBS=%q SSDQ_KVER=%q\n' \
 			"$((img_mb * 1024 * 1024))" "${lbs:-512}" "$kver"
@@ -198,7 +202,7 @@ boot() {
 	shift 2
 	local script=$out/guest.sh log=$out/console.log
 	rm -f "$script.rc" "$log"
-	write_guest_script "$script" "$@"
+	write_guest_script "$script" "$tmo" "$@"
 
 	local img nvme_opts='' machine=pc dut_at=addr=04.0
 	local -a root_port=()
@@ -325,6 +329,12 @@ show_tail() { # $1=reason
 		# (minus SeaBIOS's terminal escapes)
 		tail -n 40 "$out/console.log" 2>/dev/null |
 			sed -E 's/\x1b(\[[0-9;?]*[A-Za-z]|c)//g; s/^/  | /'
+		# A hung task's stack, and every task's then in D state
+		# (tests/run-guest.sh's hang_watch).
+		if grep -q 'ssdq-hung: ' "$out/console.log" 2>/dev/null; then
+			echo "tasks in D state once a task hung:"
+			grep 'ssdq-hung: ' "$out/console.log" | head -n 12 | sed 's/^/  | /'
+		fi
 		if [[ -s $out/qemu.out ]]; then
 			echo "qemu said:"
 			sed 's/^/  | /' "$out/qemu.out" | tail -n 10

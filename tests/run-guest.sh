@@ -132,6 +132,61 @@ dump_stuck() { # logf
 	} >>"$1" 2>&1
 }
 
+# For a timed-out test's FAIL line: the first task in D state and the top
+# of its kernel stack (the scheduler's own frames left out), e.g.
+# "; bash (204) blocked in __mutex_lock < ssdq_reset_store < kernfs_fop_write_iter".
+stuck_summary() {
+	local p comm frames
+	p=$(ps -eo pid=,stat= | awk '$2 ~ /D/ { print $1; exit }')
+	[[ -n $p ]] || return 0
+	read -r comm <"/proc/$p/comm" 2>/dev/null
+	frames=$(sed -E 's/^\[<[0-9a-f]+>\] //; s/[+.].*//' "/proc/$p/stack" 2>/dev/null |
+		grep -vE '^(__schedule|schedule|schedule_timeout|schedule_preempt_disabled|io_schedule)$' |
+		head -n 5 | sed ':a;N;$!ba;s/\n/ < /g')
+	echo "; ${comm:-?} ($p) blocked in ${frames:-?}"
+}
+
+# The VM is killed at SSDQ_VM_END seconds of guest uptime (vm.sh): a test
+# ends 150 s before then at the latest, so that one stuck in the kernel is
+# still dumped and reported, and its teardown has its time.
+vm_time_left() {
+	local up
+	read -r up _ </proc/uptime
+	echo $((SSDQ_VM_END - ${up%.*}))
+}
+
+# The console is all a hang may leave (a VM killed at its timeout, or this
+# runner stuck itself): once the kernel's hung-task detector reported a
+# task (hung_task_warnings counts down), every task then in D state gets
+# one line there, "ssdq-hung: PID (COMM): its kernel stack", which vm.sh
+# shows. (The detector's own stack is KERN_INFO, below the console's
+# level, and it never names a task that loops in msleep(), as blk-mq's
+# waits do.) Builtins only after the start: their programs come from 9p,
+# which may be what hangs.
+hang_watch() {
+	local fifo=/tmp/ssdq-hang-watch w0 w zfd p st comm f frames
+	read -r w0 </proc/sys/kernel/hung_task_warnings || return 0
+	mkfifo "$fifo" 2>/dev/null && exec {zfd}<>"$fifo" || return 0
+	while :; do
+		read -r -t 30 -u "$zfd" _
+		read -r w </proc/sys/kernel/hung_task_warnings
+		[[ $w == "$w0" ]] && continue
+		w0=$w
+		for p in /proc/[0-9]*; do
+			read -r st <"$p/stat" 2>/dev/null || continue
+			st=${st##*) }
+			[[ ${st%% *} == D ]] || continue
+			read -r comm <"$p/comm"
+			frames=
+			while read -r f; do
+				f=${f#*] }
+				frames+="${frames:+ < }${f%%[+.]*}"
+			done <"$p/stack"
+			echo "<3>ssdq-hung: ${p#/proc/} ($comm): $frames" >/dev/kmsg
+		done
+	done 2>/dev/null
+}
+
 # Is a process group still there, or gone? A process?
 group_alive() { kill -0 -- "-$1" 2>/dev/null; }
 group_gone() { ! group_alive "$1"; }
@@ -153,7 +208,7 @@ teardown() { # what cmd...
 		return 1
 	fi
 	dump_stuck "$logf"
-	reason=${reason:-"teardown: $what stuck in the kernel (see the log's blocked tasks)"}
+	reason=${reason:-"teardown: $what stuck in the kernel (see the log's blocked tasks)$(stuck_summary)"}
 	wedged="$what stuck in the kernel after $name"
 	return 1
 }
@@ -163,6 +218,10 @@ run_one() { # script
 	name=$(test_name "$script")${SSDQ_SUFFIX:-}
 	tmo=$(sed -nE 's/^# timeout: ([0-9]+).*/\1/p' "$script" | head -n1)
 	tmo=$((${tmo:-${SSDQ_TEST_TIMEOUT:-300}} * ${SSDQ_TIMEOUT_SCALE:-1}))
+	if [[ -n ${SSDQ_VM_END:-} ]]; then
+		v=$(($(vm_time_left) - 150))
+		((v >= tmo)) || tmo=$((v > 30 ? v : 30))
+	fi
 	export T_DIR=$SSDQ_OUT/t/$name
 	rm -rf "$T_DIR"
 	mkdir -p "$T_DIR"
@@ -184,7 +243,11 @@ run_one() { # script
 	tpid=$!
 	wait "$tpid" || rc=$?
 	local t1=$SECONDS
-	((rc != 124 && rc != 137)) || dump_stuck "$logf"
+	local stuck=''
+	if ((rc == 124 || rc == 137)); then
+		dump_stuck "$logf"
+		stuck=$(stuck_summary)
+	fi
 	if group_alive "$tpid"; then
 		echo "killing what the test left running: $(pgrep -g "$tpid" -d ' ' -l | tr '\n' ' ')" >>"$logf"
 		kill -KILL -- "-$tpid" 2>/dev/null
@@ -193,7 +256,7 @@ run_one() { # script
 	fi
 	reason='' skipped=''
 	if ((rc == 124 || rc == 137)); then
-		reason="timed out after ${tmo}s"
+		reason="timed out after ${tmo}s$stuck"
 	elif ((rc != 0)); then
 		reason=$(head -n1 "$T_DIR/reason" 2>/dev/null)
 		reason=${reason:-"exit status $rc (see logs/$name.log)"}
@@ -247,8 +310,11 @@ echo "fio: $(command -v fio) ($(fio --version))" >"$SSDQ_OUT/logs/fio.log"
 set_overrides
 jiffies_log=$SSDQ_OUT/test-jiffies.txt
 : >"$jiffies_log"
-# Debug kernel: every hang is reported, not only the first ten.
-have_kmemleak && echo -1 >/proc/sys/kernel/hung_task_warnings
+# Debug kernel: every hang is reported, not only the first ten (not -1,
+# which hang_watch could not see count down).
+have_kmemleak && echo 1000000 >/proc/sys/kernel/hung_task_warnings
+hang_watch &
+hang_watch_pid=$!
 scripts=()
 if [[ -n ${SSDQ_TESTS:-} ]]; then
 	for n in $SSDQ_TESTS; do
@@ -267,6 +333,7 @@ for s in "${scripts[@]}"; do
 	fi
 	run_one "$s"
 done
+kill "$hang_watch_pid" 2>/dev/null
 leak_check
 dmesg >"$SSDQ_OUT/dmesg.txt"
 # A test that is judged by how the VM goes down (97-shutdown) names its
