@@ -289,7 +289,7 @@ assert_eq "ssdq's generic devices of the odd namespaces" \
 g=/dev/ssdqg${on}n
 ((nvme_md)) || io "${g}1" write 8 4 "$T_DIR/1a.dat" 2048 "$T_DIR/1a.md" 32
 odd_check "${g}1" "${g}2" "${g}3" a 8 1 "what nvme wrote (nsid 1: nvme's if nvme_md=$nvme_md), ssdq reads through its generic devices"
-# ... and through io_uring, the metadata too (its request kept to the CQE).
+# ... and through io_uring, the metadata too (its buffer kept to the CQE).
 URING=${SSDQ_URING_PT:-}
 [[ -x $URING ]] || fail "tests/uring-pt.c not built (scripts/check.sh builds it)"
 "$URING" xfer "${g}1" read 8 512 2048 "$T_DIR/1.got" "md=32:$T_DIR/1.md.got" >/dev/null
@@ -308,11 +308,14 @@ assert_eq "reads without their metadata buffer, or into 2048 bytes for 2080" \
 	"$(tr '\n' ',' <"$T_DIR/short.txt")" "io errno EINVAL,io errno EINVAL,"
 assert_eq "their lines" "$(dmesg_since odd | grep -c 'passthrough: opcode 0x2 moves' || true)" 2
 # Metadata commands in flight through resets: nsid 1's uring reads, each
-# with its own metadata buffer of ssdq's kept with its request to the CQE,
+# with its own metadata buffer of ssdq's kept with its command to the CQE,
 # on an interrupt ring under irqpoll and on a polled ring (where the
 # kernel polls uring commands: 6.6) through a sysfs reset, and on an
 # interrupt ring whose one completion is dropped (a timeout, an Abort,
-# a reset that cancels that command). Every command ends, and what nvme
+# a reset that cancels that command); and reset by the ring's own thread
+# (NVME_IOCTL_RESET) before it reaps a CQE, on a ring whose completions
+# wait for that thread (DEFER_TASKRUN; polled): a request kept until its
+# CQE would hold that reset forever. Every command ends, and what nvme
 # wrote reads back after, metadata too; the debug lane's kmemleak finds a
 # buffer left behind.
 OSYS=/sys/block/${odd[0]}
@@ -321,44 +324,58 @@ odd_reaped() { DBG=$ODBG reaped; }
 odd_resets() { kv_get "$ODBG/recovery" resets; }
 odd_loading() { (($(odd_reaped) > rp0 + 64)); }
 odd_reset_since() { (($(odd_resets) > $1)); }
-md_load() { # what reset|drop [poll]
-	local what=$1 how=$2 out r0 lpid
+load_ended() { grep -q '^load ' "$1"; }
+md_load() { # what reset|drop|own [poll]
+	local what=$1 how=$2 out r0 lpid res
 	shift 2
 	md_runs=$((${md_runs:-0} + 1))
 	out=$T_DIR/md-load-$md_runs.txt
 	rp0=$(odd_reaped) r0=$(odd_resets)
-	"$URING" load "${g}1" 0 512 120 16 md=8 "$@" >"$out" 2>&1 &
-	lpid=$!
-	wait_for 30 "metadata reads under way ($what)" odd_loading
-	if [[ $how == reset ]]; then
-		echo 1 >"$OSYS/recovery/reset"
+	if [[ $how == own ]]; then
+		"$URING" load "${g}1" 0 512 0 16 md=8 "reset=/dev/ssdqc$on" "$@" >"$out" 2>&1 &
+		lpid=$!
+		wait_for 60 "the ring's own reset to return, and its CQEs ($what)" load_ended "$out"
+		[[ $(head -n1 "$out") == "reset 0" ]] || fail "metadata reads, $what: $(cat "$out")"
 	else
-		echo 1 >"$ODBG/fault/drop_completions"
-		wait_for $((IO_TIMEOUT_S * 10)) "the reset after a dropped completion ($what)" \
-			odd_reset_since "$r0"
+		"$URING" load "${g}1" 0 512 120 16 md=8 "$@" >"$out" 2>&1 &
+		lpid=$!
+		wait_for 30 "metadata reads under way ($what)" odd_loading
+		if [[ $how == reset ]]; then
+			echo 1 >"$OSYS/recovery/reset"
+		else
+			echo 1 >"$ODBG/fault/drop_completions"
+			wait_for $((IO_TIMEOUT_S * 10)) "the reset after a dropped completion ($what)" \
+				odd_reset_since "$r0"
+		fi
+		kill -USR1 "$lpid"
 	fi
-	kill -USR1 "$lpid"
 	wait "$lpid" || true
-	[[ $(cat "$out") == "load ok "* ]] || fail "metadata reads, $what: $(cat "$out")"
+	res=$(grep '^load ' "$out")
+	[[ $res == "load ok "* ]] || fail "metadata reads, $what: $(cat "$out")"
 	# The dropped one, cancelled by the reset, ends as nvme's would.
-	[[ $how == reset ]] || [[ $(cat "$out") == *" 0x371:1"* ]] ||
-		fail "metadata reads, $what: no one command ended Host Aborted (0x371): $(cat "$out")"
+	[[ $how != drop || $res == *" EINTR:1"* ]] ||
+		fail "metadata reads, $what: no one command ended EINTR (cancelled by the reset): $res"
+	# The ring's 16 end read (0) or taken back by the reset (EINTR).
+	[[ $how != own || $res =~ ^load\ ok\ [0-9]+\ status\ 0\ errno\ [0-9]+(\ (0|EINTR):[0-9]+)+$ ]] ||
+		fail "metadata reads, $what: a command ended neither read nor EINTR: $res"
 	assert_eq "resets ($what)" "$(odd_resets)" $((r0 + 1))
 	"$URING" xfer "${g}1" read 8 512 2048 "$T_DIR/1.got" "md=32:$T_DIR/1.md.got" >/dev/null
 	cmp "$T_DIR/1a.dat" "$T_DIR/1.got" && cmp "$T_DIR/1a.md" "$T_DIR/1.md.got" ||
 		fail "after metadata reads ($what): nsid 1's data or metadata differ"
-	ok "metadata reads, $what: every command ended ($(cat "$out")), nsid 1 reads back"
+	ok "metadata reads, $what: every command ended ($res), nsid 1 reads back"
 }
-allow_dmesg 'timed out|not aborted|I/O error'
+allow_dmesg 'timed out|not aborted|I/O error|reset asked for through ioctl'
 IO_TIMEOUT_S=$((3 * ${SSDQ_TIMEOUT_SCALE:-1}))
 echo $((IO_TIMEOUT_S * 1000)) >"$OSYS/queue/io_timeout"
 echo irqpoll >"$OSYS/irq/mode"
 md_load "irqpoll, a sysfs reset" reset
 echo direct >"$OSYS/irq/mode"
 md_load "a dropped completion" drop
+md_load "the ring's thread's own reset" own
 kernel=$(uname -r)
 if [[ $(printf '%s\n' 6.6 "${kernel%%-*}" | sort -V | head -n1) == 6.6 ]]; then
 	md_load "polled, a sysfs reset" reset poll
+	md_load "polled, the ring's thread's own reset" own poll
 fi
 # A read-only disk does not stop its generic device (nor nvme's).
 blockdev --setro "/dev/${odd[2]}"

@@ -13,13 +13,17 @@
  *	one line per case: "<case> ok <status, hex> <dword 0, hex>" when the
  *	CQE came, "<case> errno <NAME>" when it said an errno (one_case()
  *	names them); the namespace's blocks are $LBS bytes (512 without)
- *   uring-pt load DEV SLBA LBS SECONDS QD [poll] [md=MS]
+ *   uring-pt load DEV SLBA LBS SECONDS QD [poll] [md=MS] [reset=CTRL]
  *	QD 4 KiB reads in flight for SECONDS (or until SIGUSR1, or until
  *	4 * QD have failed: a dead controller), then every CQE waited for (at
  *	most 120 s): "load ok
  *	N status N errno N" and each kind's count; exit status 2 if CQEs are
  *	missing. md=MS: each read also takes its blocks' metadata kept apart,
- *	MS bytes a block, into a buffer of its own
+ *	MS bytes a block, into a buffer of its own. reset=CTRL: once the QD
+ *	reads are submitted, this thread resets the controller (NVME_IOCTL_RESET
+ *	on CTRL, its char device) before it reaps any CQE, on a ring whose
+ *	completions wait for it (DEFER_TASKRUN, or IOPOLL with poll): prints
+ *	"reset <0 or errno name>" first
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -498,6 +502,7 @@ static int load(int argc, char **argv)
 	struct load_job j = { .buf = buf_alloc() };
 	struct io_uring_cqe *cqe;
 	struct kinds k = { };
+	const char *reset = NULL;
 	int poll = 0, ret;
 
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -509,6 +514,8 @@ static int load(int argc, char **argv)
 			poll = 1;
 		else if (!strncmp(argv[i], "md=", 3))
 			j.ms = strtoul(argv[i] + 3, NULL, 0);
+		else if (!strncmp(argv[i], "reset=", 6))
+			reset = argv[i] + 6;
 		else
 			die(argv[i], EINVAL);
 	}
@@ -520,7 +527,9 @@ static int load(int argc, char **argv)
 	j.fd = open_dev(argv[2], O_RDONLY);
 	j.nsid = nsid_of(j.fd);
 	ring_init(&j.ring, qd, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-			       (poll ? IORING_SETUP_IOPOLL : 0));
+			       (poll ? IORING_SETUP_IOPOLL : 0) |
+			       (reset && !poll ? IORING_SETUP_SINGLE_ISSUER |
+						 IORING_SETUP_DEFER_TASKRUN : 0));
 	for (i = 0; i < qd; i++) {
 		load_read(&j, i);
 		inflight++;
@@ -528,6 +537,15 @@ static int load(int argc, char **argv)
 	ret = io_uring_submit(&j.ring);
 	if (ret < 0)
 		die("io_uring_submit", -ret);
+	if (reset) {
+		/* No CQE posted yet: each command's task work waits for us. */
+		int cfd = open_dev(reset, O_RDONLY);
+
+		ret = ioctl(cfd, NVME_IOCTL_RESET) < 0 ? errno : 0;
+		printf("reset %s\n", ret ? errname(ret) : "0");
+		close(cfd);
+		end = now();
+	}
 	give_up = end + 120;
 	while (inflight) {
 		ret = io_uring_wait_cqe_timeout(&j.ring, &cqe, &ts);

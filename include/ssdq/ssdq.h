@@ -346,6 +346,7 @@ struct ssdq_iod {
 	bool mapped;			/* data is DMA-mapped */
 	bool aborted;			/* an Abort was sent for it */
 	bool escalated;			/* its timeout asked for a reset */
+	bool cancelled;			/* taken back from the controller */
 	u8 retries;			/* times a reset requeued it */
 	u8 genctr;			/* bumped per issue, in the command id */
 	unsigned long start;		/* jiffies when it was issued */
@@ -929,6 +930,8 @@ struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
 int ssdq_passthru_rq_map(struct ssdq_ns *ns, struct request *req,
 			 const struct nvme_passthru_cmd64 *uc, bool vec,
 			 struct iov_iter *iter);
+struct ssdq_pt_meta *ssdq_passthru_meta_take(struct request *req);
+int ssdq_passthru_meta_end(struct ssdq_pt_meta *meta, bool copy);
 int ssdq_passthru_meta_unmap(struct request *req, bool copy);
 int ssdq_passthru_rq_status(struct request *req, blk_status_t sts);
 int ssdq_ns_ioctl(struct ssdq_ns *ns, bool partition, bool writer,

@@ -301,6 +301,7 @@ static blk_status_t ssdq_setup_cmd(struct ssdq_dev *dev, struct request *req)
 	iod->mapped = false;
 	iod->aborted = false;
 	iod->escalated = false;
+	iod->cancelled = false;
 	iod->prp_list = NULL;
 	iod->start = jiffies;
 

@@ -16,8 +16,8 @@
  *   NVME_IOCTL_SUBMIT_IO   (blk_rq_map_user_io()), the command run through
  *                          the same queues, plugging, steering, interrupts,
  *                          timeout and recovery as the disk's own I/O; not
- *                          retried (REQ_FAILFAST_DRIVER, as nvme's): a reset
- *                          ends it with Host Aborted
+ *                          retried (REQ_FAILFAST_DRIVER, as nvme's): one a
+ *                          reset takes back ends with -EINTR, as nvme's
  *
  * Each returns the NVMe status (0, or > 0) and stores dword 0 of the answer
  * in result, as nvme's do. Who may send what is nvme's rule
@@ -451,6 +451,7 @@ struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
 	iod = ssdq_iod(req);
 	iod->cmd = *c;
 	iod->nvme_status = 0;
+	iod->cancelled = false;
 	iod->result = 0;
 	iod->meta = NULL;
 	return req;
@@ -464,9 +465,11 @@ struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
  * disks do not have.)
  */
 struct ssdq_pt_meta {
+	struct device *dev;		/* the controller's, for the DMA buffer */
 	void *buf;
 	dma_addr_t dma;
 	u32 len;
+	bool from_dev;			/* goes back to the user (a read) */
 	void __user *ubuf;
 };
 
@@ -495,9 +498,11 @@ static int ssdq_passthru_meta_map(struct ssdq_ns *ns, struct request *req,
 		kfree(meta);
 		return -ENOMEM;
 	}
+	meta->dev = d;
 	meta->len = len;
+	meta->from_dev = req_op(req) == REQ_OP_DRV_IN;
 	meta->ubuf = u64_to_user_ptr(addr);
-	if (req_op(req) == REQ_OP_DRV_OUT &&
+	if (!meta->from_dev &&
 	    copy_from_user(meta->buf, meta->ubuf, len)) {
 		dma_free_coherent(d, len, meta->buf, meta->dma);
 		kfree(meta);
@@ -509,25 +514,38 @@ static int ssdq_passthru_meta_map(struct ssdq_ns *ns, struct request *req,
 }
 
 /*
+ * The request's metadata buffer, taken from it: it may then be freed while
+ * the buffer waits for the submitter (io_uring's task work, uring.c).
+ */
+struct ssdq_pt_meta *ssdq_passthru_meta_take(struct request *req)
+{
+	struct ssdq_pt_meta *meta = ssdq_iod(req)->meta;
+
+	ssdq_iod(req)->meta = NULL;
+	return meta;
+}
+
+/*
  * After the request ended, in the submitter's context: what the controller
  * wrote goes back (@copy: the command reached it), the buffer is freed.
  */
-int ssdq_passthru_meta_unmap(struct request *req, bool copy)
+int ssdq_passthru_meta_end(struct ssdq_pt_meta *meta, bool copy)
 {
-	struct ssdq_iod *iod = ssdq_iod(req);
-	struct ssdq_pt_meta *meta = iod->meta;
 	int ret = 0;
 
 	if (!meta)
 		return 0;
-	if (copy && req_op(req) == REQ_OP_DRV_IN &&
+	if (copy && meta->from_dev &&
 	    copy_to_user(meta->ubuf, meta->buf, meta->len))
 		ret = -EFAULT;
-	dma_free_coherent(&ssdq_rq_dev(req)->pdev->dev, meta->len, meta->buf,
-			  meta->dma);
+	dma_free_coherent(meta->dev, meta->len, meta->buf, meta->dma);
 	kfree(meta);
-	iod->meta = NULL;
 	return ret;
+}
+
+int ssdq_passthru_meta_unmap(struct request *req, bool copy)
+{
+	return ssdq_passthru_meta_end(ssdq_passthru_meta_take(req), copy);
 }
 
 /*
@@ -608,12 +626,18 @@ unmap:
 	return ret;
 }
 
-/* The NVMe status (> 0), or an errno for one ended before the controller. */
+/*
+ * The NVMe status (> 0), or an errno for one ended before the controller
+ * answered: -EINTR for one a reset took back (nvme's NVME_REQ_CANCELLED),
+ * whatever status the cancel left in it.
+ */
 int ssdq_passthru_rq_status(struct request *req, blk_status_t sts)
 {
-	int ret = ssdq_iod(req)->nvme_status;
+	struct ssdq_iod *iod = ssdq_iod(req);
 
-	return ret ?: blk_status_to_errno(sts);
+	if (iod->cancelled)
+		return -EINTR;
+	return iod->nvme_status ?: blk_status_to_errno(sts);
 }
 
 /* An I/O command from @uc, waited for; -errno or the status. */

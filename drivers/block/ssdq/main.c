@@ -191,6 +191,11 @@ static void ssdq_remove(struct pci_dev *pdev)
 	cancel_work_sync(&dev->reset_work);
 	cancel_work_sync(&dev->pci_reset_work);
 	ssdq_recovery_remove(dev);
+	/*
+	 * Every request ended; an io_uring poller that saw its command still
+	 * in flight may still poll that queue (uring.c's RCU read side).
+	 */
+	synchronize_rcu();
 	/* The tag set outlives the controller: a stray CQE still finds it. */
 	ssdq_ctrl_teardown(dev);
 	/* An answer reaped by the teardown may have queued these again. */

@@ -79,6 +79,7 @@ static bool ssdq_cancel_rq(struct request *req, void *data)
 	if (blk_mq_rq_state(req) != MQ_RQ_IN_FLIGHT)
 		return true;
 	ssdq_iod(req)->nvme_status = NVME_SC_HOST_ABORTED_CMD;
+	ssdq_iod(req)->cancelled = true;
 	blk_mq_complete_request(req);
 	return true;
 }

@@ -15,8 +15,9 @@
  *
  * An I/O command is the same blk-mq passthrough request as the ioctl's
  * (ioctl.c) but not waited for: it is issued from the submitter's context
- * and ends in its end_io, which moves the completion to the submitter's
- * task (task work), where the user's buffer is unmapped and the CQE posted.
+ * and ends in its end_io, which keeps its outcome, frees the request and
+ * moves the rest to the submitter's task (task work), where the user's
+ * buffers are unmapped and the CQE posted.
  * What it skips of the block path is the bio: no splitting, merging,
  * accounting or I/O scheduler; what still applies is all of ssdq's (queue
  * mapping, plugging, steering, interrupt mitigation, timeout, reset).
@@ -43,9 +44,11 @@
 
 /* Lives in io_uring's command (its 32-byte pdu) from issue to CQE. */
 struct ssdq_uring_pdu {
-	struct request *req;		/* an I/O command's, until its CQE */
+	/* A polled command's poll queue, for iopoll; NULL once it ended. */
+	struct blk_mq_hw_ctx *poll_hctx;
 	struct bio *bio;		/* to unmap: req->bio is NULL by then */
-	u64 result;			/* dword 0 of the CQE */
+	struct ssdq_pt_meta *meta;	/* its metadata buffer, to copy back */
+	u32 result;			/* dword 0 of the CQE */
 	int status;			/* the NVMe status, or -errno */
 };
 
@@ -88,21 +91,16 @@ static int ssdq_uring_ring_ok(unsigned int issue_flags)
 	return (issue_flags & big) == big ? 0 : -EOPNOTSUPP;
 }
 
-/*
- * In the submitter's task: the buffer (and a polled command's request) go
- * back, the CQE is posted.
- */
+/* In the submitter's task: the buffers go back, the CQE is posted. */
 static void ssdq_uring_finish(struct io_uring_cmd *ioucmd,
 			      unsigned int issue_flags)
 {
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
 
-	if (pdu->req && ssdq_passthru_meta_unmap(pdu->req, pdu->status >= 0))
+	if (ssdq_passthru_meta_end(pdu->meta, pdu->status >= 0))
 		pdu->status = -EFAULT;
 	if (pdu->bio)
 		blk_rq_unmap_user(pdu->bio);
-	if (pdu->req)
-		blk_mq_free_request(pdu->req);
 	ssdq_uring_cmd_done(ioucmd, pdu->status, pdu->result, issue_flags);
 }
 
@@ -114,28 +112,26 @@ SSDQ_URING_TASK_CB(ssdq_uring_finish)
  * task. Going through task work even when polled sends each CQE to its own
  * ring, whichever ring's iopoll reaped it (as nvme does).
  *
- * Who frees the request: an interrupt-driven one is freed here, by blk-mq,
- * in the batch that ends it (its tag and queue reference go back with the
- * others', as for the block path; freeing it alone from the task cost a
- * queue run per I/O, blk-mq's restart check). A polled one (REQ_POLLED) is
- * kept until its CQE is posted: io_uring's iopoll may still poll through
- * it until then, and holding it holds the queue, so removal, which frees
- * the tag set, waits for it. Only a polled ring calls iopoll, and only its
- * commands are REQ_POLLED. One with a metadata buffer is kept too: the
- * buffer, named in its iod, goes back to the user from the task.
+ * The request is freed here, by blk-mq, in the batch that ends it (its tag
+ * and queue reference go back with the others', as for the block path),
+ * never kept for the task: a reset waits for every request marked complete
+ * to be freed (blk_mq_tagset_wait_completed_request()), and the task may be
+ * the one asking for the reset (NVME_IOCTL_RESET from the ring's thread),
+ * or not run for long (stopped; a DEFER_TASKRUN ring that nobody waits
+ * on). So the metadata buffer moves to the pdu, and iopoll stops polling
+ * through the request before it goes (ssdq_uring_iopoll()).
  */
 static enum rq_end_io_ret ssdq_uring_end_io(SSDQ_END_IO_PARAMS)
 {
 	struct io_uring_cmd *ioucmd = req->end_io_data;
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
-	bool keep = (req->cmd_flags & REQ_POLLED) || ssdq_iod(req)->meta;
 
 	pdu->status = ssdq_passthru_rq_status(req, err);
 	pdu->result = ssdq_iod(req)->result;
-	if (!keep)
-		pdu->req = NULL;
+	pdu->meta = ssdq_passthru_meta_take(req);
+	WRITE_ONCE(pdu->poll_hctx, NULL);
 	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
-	return keep ? RQ_END_IO_NONE : RQ_END_IO_FREE;
+	return RQ_END_IO_FREE;
 }
 
 /* As under 6.12's nvme: a registered buffer is one buffer, not a vector. */
@@ -202,7 +198,8 @@ static int ssdq_uring_io(struct ssdq_ns *ns, struct io_uring_cmd *ioucmd,
 		return ret;
 	}
 	pdu->bio = req->bio;
-	pdu->req = req;
+	pdu->meta = NULL;
+	pdu->poll_hctx = blk_rq_is_poll(req) ? req->mq_hctx : NULL;
 	req->end_io = ssdq_uring_end_io;
 	req->end_io_data = ioucmd;
 	blk_execute_rq_nowait(req, false);
@@ -259,6 +256,7 @@ static int ssdq_uring_admin(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
 	struct nvme_passthru_cmd64 uc;
 	struct nvme_command c = { };
+	u64 result = 0;
 	int ret;
 
 	if (issue_flags & IO_URING_F_NONBLOCK)
@@ -272,16 +270,18 @@ static int ssdq_uring_admin(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 		return -EACCES;
 	if (!(ioucmd->flags & IORING_URING_CMD_FIXED))
 		ret = ssdq_passthru_admin_user(dev, &c, uc.addr, uc.data_len,
-					       vec, &pdu->result);
+					       vec, &result);
 	else if (!vec)
 		ret = ssdq_uring_admin_fixed(dev, ioucmd, &c, &uc, issue_flags,
-					     &pdu->result);
+					     &result);
 	else
 		ret = ssdq_uring_fixed_vec_refused(&dev->pdev->dev);
 	if (ret < 0)
 		return ret;
+	pdu->poll_hctx = NULL;
 	pdu->bio = NULL;
-	pdu->req = NULL;
+	pdu->meta = NULL;
+	pdu->result = result;		/* dword 0: 32 bits */
 	pdu->status = ret;
 	ssdq_uring_cmd_in_task(ioucmd, ssdq_uring_finish_tw);
 	return -EIOCBQUEUED;
@@ -309,18 +309,24 @@ int ssdq_uring_ctrl_cmd(struct ssdq_dev *dev, struct io_uring_cmd *ioucmd,
 }
 
 /*
- * io_uring's iopoll for one of its commands: poll the request's queue if it
- * is a poll queue (a polled command's request is ours until its CQE: see
- * ssdq_uring_end_io()).
+ * io_uring's iopoll for one of its commands: poll its poll queue until it
+ * ends. Not through the request (blk_rq_poll(), as nvme does): its end_io
+ * frees it, and another command may have it by now. The queue outlives
+ * the command as seen here: its end_io clears poll_hctx before it ends,
+ * and removal waits for this RCU read side (ssdq_remove()) after the last
+ * request ended, before the queues go; the open char device holds the
+ * disk, and with it the hctx.
  */
 int ssdq_uring_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
 		      unsigned int poll_flags)
 {
-#if SSDQ_URING_IOPOLL
-	struct request *req = ssdq_uring_pdu(ioucmd)->req;
+	struct blk_mq_hw_ctx *hctx;
+	int ret = 0;
 
-	if (req && blk_rq_is_poll(req))
-		return blk_rq_poll(req, iob, poll_flags);
-#endif
-	return 0;
+	rcu_read_lock();
+	hctx = READ_ONCE(ssdq_uring_pdu(ioucmd)->poll_hctx);
+	if (hctx)
+		ret = ssdq_poll(hctx, iob);
+	rcu_read_unlock();
+	return ret;
 }
