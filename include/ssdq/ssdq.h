@@ -930,7 +930,20 @@ struct request *ssdq_passthru_rq_alloc(struct ssdq_ns *ns,
 int ssdq_passthru_rq_map(struct ssdq_ns *ns, struct request *req,
 			 const struct nvme_passthru_cmd64 *uc, bool vec,
 			 struct iov_iter *iter);
-struct ssdq_pt_meta *ssdq_passthru_meta_take(struct request *req);
+/*
+ * A passthrough request's metadata buffer, taken from it: the request may
+ * then be freed while the buffer waits for the submitter (io_uring's task
+ * work, uring.c). Inline: every io_uring command's end asks.
+ */
+static inline struct ssdq_pt_meta *ssdq_passthru_meta_take(struct request *req)
+{
+	struct ssdq_iod *iod = ssdq_iod(req);
+	struct ssdq_pt_meta *meta = iod->meta;
+
+	iod->meta = NULL;
+	return meta;
+}
+
 int ssdq_passthru_meta_end(struct ssdq_pt_meta *meta, bool copy);
 int ssdq_passthru_meta_unmap(struct request *req, bool copy);
 int ssdq_passthru_rq_status(struct request *req, blk_status_t sts);

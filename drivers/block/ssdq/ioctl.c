@@ -514,18 +514,6 @@ static int ssdq_passthru_meta_map(struct ssdq_ns *ns, struct request *req,
 }
 
 /*
- * The request's metadata buffer, taken from it: it may then be freed while
- * the buffer waits for the submitter (io_uring's task work, uring.c).
- */
-struct ssdq_pt_meta *ssdq_passthru_meta_take(struct request *req)
-{
-	struct ssdq_pt_meta *meta = ssdq_iod(req)->meta;
-
-	ssdq_iod(req)->meta = NULL;
-	return meta;
-}
-
-/*
  * After the request ended, in the submitter's context: what the controller
  * wrote goes back (@copy: the command reached it), the buffer is freed.
  */

@@ -97,7 +97,7 @@ static void ssdq_uring_finish(struct io_uring_cmd *ioucmd,
 {
 	struct ssdq_uring_pdu *pdu = ssdq_uring_pdu(ioucmd);
 
-	if (ssdq_passthru_meta_end(pdu->meta, pdu->status >= 0))
+	if (pdu->meta && ssdq_passthru_meta_end(pdu->meta, pdu->status >= 0))
 		pdu->status = -EFAULT;
 	if (pdu->bio)
 		blk_rq_unmap_user(pdu->bio);
