@@ -157,20 +157,32 @@ vm_time_left() {
 
 # The console is all a hang may leave (a VM killed at its timeout, or this
 # runner stuck itself): once the kernel's hung-task detector reported a
-# task (hung_task_warnings counts down), every task then in D state gets
-# one line there, "ssdq-hung: PID (COMM): its kernel stack", which vm.sh
-# shows. (The detector's own stack is KERN_INFO, below the console's
-# level, and it never names a task that loops in msleep(), as blk-mq's
-# waits do.) Builtins only after the start: their programs come from 9p,
-# which may be what hangs.
+# task (hung_task_warnings counts down), or the test running is 60 s past
+# its timeout (the runner is stuck: run_one's deadline file), every task
+# then in D state gets one line there, "ssdq-hung: PID (COMM): its kernel
+# stack", which vm.sh shows. (The detector's own stack is KERN_INFO,
+# below the console's level; it never names a task that loops in
+# msleep(), as blk-mq's waits do, nor one in a killable wait, as 9p's.)
+# Builtins only after the start: their programs come from 9p, which may
+# be what hangs.
+HANG_DEADLINE=/tmp/ssdq-test-deadline
 hang_watch() {
-	local fifo=/tmp/ssdq-hang-watch w0 w zfd p st comm f frames
+	local fifo=/tmp/ssdq-hang-watch w0 w zfd p st comm f frames up dl
+	local told=
 	read -r w0 </proc/sys/kernel/hung_task_warnings || return 0
 	mkfifo "$fifo" 2>/dev/null && exec {zfd}<>"$fifo" || return 0
 	while :; do
 		read -r -t 30 -u "$zfd" _
 		read -r w </proc/sys/kernel/hung_task_warnings
-		[[ $w == "$w0" ]] && continue
+		read -r up _ </proc/uptime
+		dl=
+		[[ -s $HANG_DEADLINE ]] && read -r dl <"$HANG_DEADLINE"
+		if [[ -n $dl && $dl != "$told" ]] && ((${up%.*} > dl)); then
+			told=$dl
+			echo "<3>ssdq-hung: the runner is stuck: its test is 60 s past its timeout" >/dev/kmsg
+		elif [[ $w == "$w0" ]]; then
+			continue
+		fi
 		w0=$w
 		for p in /proc/[0-9]*; do
 			read -r st <"$p/stat" 2>/dev/null || continue
@@ -222,6 +234,8 @@ run_one() { # script
 		v=$(($(vm_time_left) - 150))
 		((v >= tmo)) || tmo=$((v > 30 ? v : 30))
 	fi
+	read -r v _ </proc/uptime
+	echo $((${v%.*} + tmo + 60)) >"$HANG_DEADLINE"
 	export T_DIR=$SSDQ_OUT/t/$name
 	rm -rf "$T_DIR"
 	mkdir -p "$T_DIR"
@@ -301,6 +315,7 @@ run_one() { # script
 		echo "FAIL $name: $reason" | tee -a "$results"
 		sed 's/^/    | /' "$logf" | tail -n 25
 	fi
+	: >"$HANG_DEADLINE"
 }
 
 if [[ -n ${SSDQ_FIO_DIR:-} ]]; then
