@@ -22,6 +22,12 @@ socket:
 Each request is answered once, in order; what was done is logged, one line
 each, to the file named by the third argument (vm.sh: qmp-agent.log).
 
+Besides, every 30 s it reads every vCPU's registers ("info registers -a"),
+which makes each vCPU thread leave its loop once: QEMU 7.2's multi-threaded
+TCG once left both vCPUs of an idle guest asleep for 14 minutes (its timer
+interrupts never came; rcu_preempt stall reports once they woke), until such
+a command from the host woke them.
+
   qmp-agent.py CONSOLE_LOG QMP_SOCKET LOG
 """
 import json
@@ -78,7 +84,17 @@ def main():
     partial = b""
     pending = []
     last_press = 0.0
+    last_kick = time.monotonic()
     while True:
+        if time.monotonic() - last_kick >= 30:
+            last_kick = time.monotonic()
+            try:
+                if qmp.sock is None:
+                    qmp.connect(time.monotonic() + 1)
+                qmp.cmd("human-monitor-command",
+                        {"command-line": "info registers -a"})
+            except (OSError, ValueError):
+                qmp.sock = None
         # Only what was appended since the last look: a debug boot's
         # console runs to megabytes.
         try:
