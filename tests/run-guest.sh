@@ -132,28 +132,46 @@ dump_stuck() { # logf
 	} >>"$1" 2>&1
 }
 
+# Seconds since boot. Builtins only, as is stack_frames (hang_watch).
+uptime_s() {
+	local up
+	read -r up _ </proc/uptime
+	echo "${up%.*}"
+}
+
+# A task's kernel stack on one line, innermost first, the scheduler's own
+# frames left out, at most MAX frames: "percpu_rwsem_wait < mnt_want_write".
+stack_frames() { # pid [max]
+	local f frames='' n=0
+	while read -r f; do
+		f=${f#*] }
+		f=${f%%[+.]*}
+		case $f in
+		__schedule | schedule | schedule_timeout | schedule_preempt_disabled | io_schedule) continue ;;
+		esac
+		frames+="${frames:+ < }$f"
+		n=$((n + 1))
+		((n != ${2:-0})) || break
+	done <"/proc/$1/stack"
+	echo "$frames"
+}
+
 # For a timed-out test's FAIL line: the first task in D state and the top
-# of its kernel stack (the scheduler's own frames left out), e.g.
+# of its kernel stack, e.g.
 # "; bash (204) blocked in __mutex_lock < ssdq_reset_store < kernfs_fop_write_iter".
 stuck_summary() {
 	local p comm frames
 	p=$(ps -eo pid=,stat= | awk '$2 ~ /D/ { print $1; exit }')
 	[[ -n $p ]] || return 0
 	read -r comm <"/proc/$p/comm" 2>/dev/null
-	frames=$(sed -E 's/^\[<[0-9a-f]+>\] //; s/[+.].*//' "/proc/$p/stack" 2>/dev/null |
-		grep -vE '^(__schedule|schedule|schedule_timeout|schedule_preempt_disabled|io_schedule)$' |
-		head -n 5 | sed ':a;N;$!ba;s/\n/ < /g')
+	frames=$(stack_frames "$p" 5 2>/dev/null)
 	echo "; ${comm:-?} ($p) blocked in ${frames:-?}"
 }
 
 # The VM is killed at SSDQ_VM_END seconds of guest uptime (vm.sh): a test
 # ends 150 s before then at the latest, so that one stuck in the kernel is
 # still dumped and reported, and its teardown has its time.
-vm_time_left() {
-	local up
-	read -r up _ </proc/uptime
-	echo $((SSDQ_VM_END - ${up%.*}))
-}
+vm_time_left() { echo $((SSDQ_VM_END - $(uptime_s))); }
 
 # The console is all a hang may leave (a VM killed at its timeout, or this
 # runner stuck itself): once the kernel's hung-task detector reported a
@@ -167,17 +185,15 @@ vm_time_left() {
 # be what hangs.
 HANG_DEADLINE=/tmp/ssdq-test-deadline
 hang_watch() {
-	local fifo=/tmp/ssdq-hang-watch w0 w zfd p st comm f frames up dl
-	local told=
+	local fifo=/tmp/ssdq-hang-watch w0 w zfd p st comm dl told=
 	read -r w0 </proc/sys/kernel/hung_task_warnings || return 0
 	mkfifo "$fifo" 2>/dev/null && exec {zfd}<>"$fifo" || return 0
 	while :; do
 		read -r -t 30 -u "$zfd" _
 		read -r w </proc/sys/kernel/hung_task_warnings
-		read -r up _ </proc/uptime
 		dl=
 		[[ -s $HANG_DEADLINE ]] && read -r dl <"$HANG_DEADLINE"
-		if [[ -n $dl && $dl != "$told" ]] && ((${up%.*} > dl)); then
+		if [[ -n $dl && $dl != "$told" ]] && (($(uptime_s) > dl)); then
 			told=$dl
 			echo "<3>ssdq-hung: the runner is stuck: its test is 60 s past its timeout" >/dev/kmsg
 		elif [[ $w == "$w0" ]]; then
@@ -189,12 +205,7 @@ hang_watch() {
 			st=${st##*) }
 			[[ ${st%% *} == D ]] || continue
 			read -r comm <"$p/comm"
-			frames=
-			while read -r f; do
-				f=${f#*] }
-				frames+="${frames:+ < }${f%%[+.]*}"
-			done <"$p/stack"
-			echo "<3>ssdq-hung: ${p#/proc/} ($comm): $frames" >/dev/kmsg
+			echo "<3>ssdq-hung: ${p#/proc/} ($comm): $(stack_frames "${p#/proc/}")" >/dev/kmsg
 		done
 	done 2>/dev/null
 }
@@ -234,8 +245,7 @@ run_one() { # script
 		v=$(($(vm_time_left) - 150))
 		((v >= tmo)) || tmo=$((v > 30 ? v : 30))
 	fi
-	read -r v _ </proc/uptime
-	echo $((${v%.*} + tmo + 60)) >"$HANG_DEADLINE"
+	echo $(($(uptime_s) + tmo + 60)) >"$HANG_DEADLINE"
 	export T_DIR=$SSDQ_OUT/t/$name
 	rm -rf "$T_DIR"
 	mkdir -p "$T_DIR"
